@@ -1,0 +1,37 @@
+"""The one family of errors that loopcost raises for user mistakes.
+
+Every message says what was wrong, where, and how to fix it. The command line
+prints these without a traceback.
+"""
+
+
+class LoopcostError(Exception):
+    """Base class of every error caused by bad input or a bad environment."""
+
+
+class ProgramError(LoopcostError):
+    """A program (DSL, JSON) is malformed: unknown buffer, bad shape, bad name."""
+
+
+class NotAffineError(ProgramError):
+    """An index or loop bound is not an affine function of the loop iterators."""
+
+
+class OutOfBoundsError(ProgramError):
+    """An access may touch an element outside its buffer."""
+
+
+class KernelLoadError(LoopcostError):
+    """A kernel name, file or JSON document could not be loaded."""
+
+
+class CompilerNotFoundError(LoopcostError):
+    """The C compiler is missing."""
+
+
+class CompileError(LoopcostError):
+    """The C compiler rejected generated or user code."""
+
+
+class ScheduleError(LoopcostError):
+    """A schedule is malformed or illegal for the program."""

@@ -1,0 +1,27 @@
+"""What a run returns: data, never an exception."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Run times in seconds, output checksums, and an error message (None if it ran)."""
+
+    times: tuple[float, ...] = ()
+    checksum: dict | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times) if self.times else float("nan")
+
+    @property
+    def min(self) -> float:
+        return min(self.times) if self.times else float("nan")
