@@ -155,7 +155,7 @@ class _Printer:
             call = node.user_get_expr()
             name = call.get_op_arg(0).get_id().get_name()
             args = [_isl_c(call.get_op_arg(k)) for k in range(1, call.get_op_n_arg())]
-            env = {lp.name: a for lp, a in zip(self.loops[name], args)}
+            env = {lp.name: a for lp, a in zip(self.loops[name], args, strict=True)}
             self.emit(depth, statement_c(self.comps[name], self.p, env))
         elif t == isl.ast_node_type.mark:
             self.node(node.mark_get_node(), depth)

@@ -22,7 +22,7 @@ def cache_root() -> Path:
     return Path(os.environ.get("LOOPCOST_CACHE_DIR", Path.home() / ".cache" / "loopcost"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiler_version(cc: str) -> str:
     """First line of ``cc --version``; raises CompilerNotFoundError if cc is missing."""
     if shutil.which(cc) is None:
@@ -48,12 +48,13 @@ class Toolchain:
         return {"cc": self.cc, "version": compiler_version(self.cc), "flags": list(self.flags)}
 
 
-def compile_c(source: str, toolchain: Toolchain = Toolchain(), *, cache_dir: Path | None = None) -> Path:
+def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Path | None = None) -> Path:
     """Compile a whole C program to an executable; returns its path.
 
     The binary is cached under a hash of the source, compiler version and
     flags, and written atomically, so concurrent callers never see half a file.
     """
+    toolchain = toolchain or Toolchain()
     version = compiler_version(toolchain.cc)
     key = hashlib.sha256("\0".join([source, toolchain.cc, version, *toolchain.flags]).encode()).hexdigest()
     root = (cache_dir or cache_root()) / "build" / key[:2]

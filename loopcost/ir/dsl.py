@@ -18,8 +18,8 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from ..errors import ProgramError
 from .affine import Affine, AffineLike

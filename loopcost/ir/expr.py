@@ -7,7 +7,6 @@ write ``alpha * A[i, k] * B[k, j]``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from ..errors import ProgramError
 from .affine import Affine
@@ -19,7 +18,7 @@ CALLS = {
     "floor": 1, "neg": 1, "min": 2, "max": 2, "pow": 2,
 }
 
-Number = Union[int, float]
+Number = int | float
 
 
 class Expr:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Union
 
 from ..errors import ProgramError
 from .affine import Affine
@@ -65,10 +65,10 @@ class Loop:
     name: str
     lower: Affine
     upper: Affine
-    body: tuple["Node", ...] = field(default=())
+    body: tuple[Node, ...] = field(default=())
 
 
-Node = Union[Loop, Computation]
+Node = Loop | Computation
 
 
 @dataclass(frozen=True)

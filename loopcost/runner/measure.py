@@ -32,13 +32,14 @@ class Measurement:
         return self.baseline.median / self.result.median if self.result.times else float("nan")
 
 
-def measure(state: ProgramState, *, toolchain: Toolchain = Toolchain(), runs: int = 5, warmup: int = 1,
+def measure(state: ProgramState, *, toolchain: Toolchain | None = None, runs: int = 5, warmup: int = 1,
             seed: int = 0, timeout: float = 120.0) -> Measurement:
     """Time ``state`` and its unscheduled program side by side and verify the output.
 
     Outputs are compared element by element (with a reassociation tolerance)
     when they are small enough, otherwise by checksum.
     """
+    toolchain = toolchain or Toolchain()
     p = state.program
     t0 = time.perf_counter()
     base_exe = compile_c(harness_c(ProgramState.initial(p)), toolchain)

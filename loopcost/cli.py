@@ -1,0 +1,130 @@
+"""The ``loopcost`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .codegen.c_source import kernel_file
+from .codegen.compiler import Toolchain
+from .errors import LoopcostError, ScheduleError
+from .ir.polyhedral import dependences
+from .ir.state import ProgramState
+from .kernels import KERNELS
+from .kernels.loader import load_program
+from .runner.measure import measure
+
+
+def _fmt_time(s: float) -> str:
+    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
+
+
+def _state(program, schedule: str) -> ProgramState:
+    if schedule.strip():
+        raise ScheduleError(
+            f"cannot apply schedule {schedule!r}: this version of loopcost runs only the empty schedule "
+            "(the schedule notation arrives with the transformations)")
+    return ProgramState.initial(program)
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    program = load_program(a.kernel, a.size)
+    state = _state(program, a.schedule)
+    m = measure(state, toolchain=Toolchain.from_string(a.cc, a.cflags), runs=a.runs, warmup=a.warmup,
+                seed=a.seed, timeout=a.timeout)
+    report = {
+        "kernel": a.kernel, "program": program.name, "size": a.size, "schedule": a.schedule,
+        "verified": m.verified, "error": m.detail or None,
+        "median_s": m.result.median if m.result.times else None, "min_s": m.result.min if m.result.times else None,
+        "times_s": list(m.result.times),
+        "baseline_median_s": m.baseline.median if m.baseline.times else None,
+        "baseline_times_s": list(m.baseline.times),
+        "speedup": m.speedup if m.result.times and m.baseline.times else None,
+        "compile_s": m.compile_s,
+    }
+    if a.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"kernel     {a.kernel} ({a.size})")
+        print(f"schedule   {a.schedule or '(none)'}")
+        print(f"verified   {'yes' if m.verified else 'NO: ' + m.detail}")
+        if m.result.times:
+            print(f"median     {_fmt_time(m.result.median)}  over {len(m.result.times)} runs "
+                  f"(min {_fmt_time(m.result.min)})")
+        if m.baseline.times:
+            print(f"baseline   {_fmt_time(m.baseline.median)}  (unscheduled)")
+        if report["speedup"] is not None:
+            print(f"speedup    {report['speedup']:.2f}x")
+        print(f"compile    {m.compile_s:.2f} s")
+    return 0 if m.verified else 1
+
+
+def cmd_show(a: argparse.Namespace) -> int:
+    program = load_program(a.kernel, a.size)
+    if a.json:
+        print(json.dumps(program.to_json(), indent=2))
+    elif a.deps:
+        d = dependences(program)
+        for kind in ("raw", "war", "waw"):
+            print(f"{kind}: {getattr(d, kind)}")
+    else:
+        print(kernel_file(_state(program, a.schedule)), end="")
+    return 0
+
+
+def cmd_kernels(a: argparse.Namespace) -> int:
+    width = max(len(n) for n in KERNELS)
+    for name in sorted(KERNELS):
+        print(f"{name:<{width}}  {KERNELS[name].description}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    def kernel_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("kernel", help="library kernel name, DSL .py file, or .json program")
+        sp.add_argument("--size", default="small", choices=["small", "bench"], help="library kernel size")
+        sp.add_argument("--schedule", default="", help="schedule to apply (empty: unscheduled)")
+
+    r = sub.add_parser("run", help="compile, run and verify a kernel; report its times")
+    kernel_args(r)
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--runs", type=int, default=5, help="timed runs (default 5)")
+    r.add_argument("--warmup", type=int, default=1, help="untimed runs after the verified one (default 1)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the input data")
+    r.add_argument("--timeout", type=float, default=300.0, help="seconds before a run is abandoned")
+    r.add_argument("--cc", default=None, help="C compiler (default $CC or cc)")
+    r.add_argument("--cflags", default=None, help="compiler flags (default '-O3 -march=native -fopenmp')")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("show", help="print a kernel's generated C, its JSON, or its dependences")
+    kernel_args(s)
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="print the program as JSON")
+    g.add_argument("--deps", action="store_true", help="print exact dependences (isl)")
+    s.set_defaults(func=cmd_show)
+
+    k = sub.add_parser("kernels", help="list the library kernels")
+    k.set_defaults(func=cmd_kernels)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "runs", 1) < 1:
+        parser().error("--runs must be at least 1")
+    try:
+        return args.func(args)
+    except LoopcostError as e:
+        print(f"loopcost: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("loopcost: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

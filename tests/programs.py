@@ -1,0 +1,29 @@
+"""Small programs shared by the tests."""
+
+from loopcost.ir.dsl import ProgramBuilder, sqrt
+
+
+def chain(n: int = 16):
+    """S0 writes T, S1 reads T (shifted), S2 a triangular nest reading S1's output."""
+    p = ProgramBuilder("chain")
+    A = p.input("A", (n + 1,))
+    T = p.temp("T", (n + 1,))
+    B = p.output("B", (n, n))
+    with p.loop("i", 0, n + 1) as i:
+        T[i] = sqrt(A[i]) * 2.0
+    with p.loop("i", 0, n) as i:
+        with p.loop("j", 0, i + 1) as j:
+            B[i, j] = T[i + 1] - T[j]
+    return p.build()
+
+
+def matvec(n: int = 12, m: int = 9, dtype: str = "float64"):
+    p = ProgramBuilder("matvec")
+    A = p.input("A", (n, m), dtype)
+    x = p.input("x", (m,), dtype)
+    y = p.output("y", (n,), dtype)
+    with p.loop("i", 0, n) as i:
+        y[i] = 0.0
+        with p.loop("j", 0, m) as j:
+            y[i] += A[i, j] * x[j]
+    return p.build()

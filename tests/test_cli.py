@@ -1,0 +1,105 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from loopcost.cli import main
+
+
+def loopcost(*args, env=None):
+    """Run the real command in a subprocess, as a user would."""
+    return subprocess.run([sys.executable, "-m", "loopcost.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def test_run_gemm_small_json():
+    r = loopcost("run", "gemm", "--size", "small", "--json", "--runs", "3")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verified"] is True and out["kernel"] == "gemm" and out["schedule"] == ""
+    assert len(out["times_s"]) == 3 and all(t > 0 for t in out["times_s"])
+    assert out["median_s"] == sorted(out["times_s"])[1]
+    assert out["baseline_median_s"] > 0 and out["speedup"] == pytest.approx(
+        out["baseline_median_s"] / out["median_s"])
+
+
+def test_kernels_lists_library(capsys):
+    assert main(["kernels"]) == 0
+    assert "gemm" in capsys.readouterr().out
+
+
+def test_show_prints_c_and_json(capsys):
+    assert main(["show", "gemm"]) == 0
+    assert "void gemm(" in capsys.readouterr().out
+    assert main(["show", "gemm", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "gemm"
+
+
+DSL_OK = """
+from loopcost import ProgramBuilder
+def build(size):
+    n = 8 if size == "small" else 64
+    p = ProgramBuilder("scale")
+    A, B = p.input("A", (n,)), p.output("B", (n,))
+    with p.loop("i", 0, n) as i:
+        B[i] = A[i] * 3.0
+    return p.build()
+"""
+
+NON_AFFINE = """
+from loopcost import ProgramBuilder
+p = ProgramBuilder("bad")
+A, B = p.input("A", (64,)), p.output("B", (8,))
+with p.loop("i", 0, 8) as i:
+    B[i] = A[i * i]
+program = p.build()
+"""
+
+OOB = DSL_OK.replace("A[i] * 3.0", "A[i + 1] * 3.0")
+
+
+def test_dsl_file_and_json_file_run(tmp_path):
+    f = tmp_path / "scale.py"
+    f.write_text(DSL_OK)
+    r = loopcost("run", str(f), "--json", "--runs", "1")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["verified"]
+    j = tmp_path / "scale.json"
+    j.write_text(loopcost("show", str(f), "--json").stdout)
+    r = loopcost("run", str(j), "--json", "--runs", "1")
+    assert r.returncode == 0 and json.loads(r.stdout)["program"] == "scale"
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("bad.py", NON_AFFINE, "bad.py:6: (i) * (i) multiplies two iterators"),
+    ("oob.py", OOB, "outside shape"),
+    ("syntax.py", "x = 1\ndef build(:\n", "syntax.py:2: SyntaxError"),
+    ("nothing.py", "x = 1\n", "defines neither build"),
+    ("broken.json", '{"name": "x", ', "broken.json:1:"),
+    ("wrong.json", '{"name": "x", "buffers": [], "body": []}', "no computation"),
+])
+def test_bad_kernel_files_give_one_clear_error(tmp_path, name, content, message):
+    f = tmp_path / name
+    f.write_text(content)
+    r = loopcost("run", str(f))
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert r.stderr.startswith("loopcost: error:") and message.split(":")[-1].strip() in r.stderr, r.stderr
+    if name == "bad.py":
+        assert "bad.py:6:" in r.stderr
+
+
+def test_unknown_kernel_missing_compiler_and_compile_error():
+    r = loopcost("run", "gemmm")
+    assert r.returncode == 2 and "did you mean 'gemm'" in r.stderr
+    r = loopcost("run", "gemm", "--cc", "/no/such/cc")
+    assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
+    r = loopcost("run", "gemm", "--cflags", "-O3 --no-such-flag")
+    assert r.returncode == 2 and "no-such-flag" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_nonempty_schedule_is_refused_until_transformations_exist():
+    r = loopcost("run", "gemm", "--schedule", "I(L0,L1)")
+    assert r.returncode == 2 and "empty schedule" in r.stderr

@@ -1,0 +1,79 @@
+import pytest
+
+from loopcost.codegen.c_source import kernel_file
+from loopcost.codegen.compiler import Toolchain, cache_root, compile_c
+from loopcost.codegen.harness import harness_c
+from loopcost.errors import CompileError, CompilerNotFoundError
+from loopcost.ir.state import LoopTag, ProgramState
+from loopcost.runner.local import run_binary
+from loopcost.runner.measure import measure
+
+from .programs import chain, matvec
+
+
+def test_triangular_nest_generates_triangular_loop():
+    src = kernel_file(ProgramState.initial(chain()))
+    assert "c3 <= c1" in src
+    assert "double B[restrict 16][16]" in src
+
+
+def test_tags_become_pragmas_on_the_tagged_dimension():
+    st = ProgramState.initial(matvec()).with_tags(
+        LoopTag("S0", 1, "parallel"), LoopTag("S1", 1, "parallel"), LoopTag("S1", 3, "unroll", 4))
+    src = kernel_file(st)
+    lines = [ln.strip() for ln in src.splitlines()]
+    assert lines[lines.index("#pragma omp parallel for") + 1].startswith("for (int c1 ")
+    assert lines[lines.index("#pragma GCC unroll 4") + 1].startswith("for (int c3 ")
+
+
+def test_a_loop_is_parallel_only_if_every_statement_in_it_is_tagged():
+    st = ProgramState.initial(matvec()).with_tags(LoopTag("S1", 1, "parallel"))
+    assert "omp parallel" not in kernel_file(st)
+
+
+def test_tagged_program_still_verifies():
+    st = ProgramState.initial(matvec(n=64, m=32, dtype="float32")).with_tags(
+        LoopTag("S0", 1, "parallel"), LoopTag("S1", 1, "parallel"), LoopTag("S1", 3, "vector", 8))
+    m = measure(st, runs=2)
+    assert m.verified, m.detail
+    assert len(m.result.times) == 2 and all(t > 0 for t in m.result.times)
+
+
+def test_reordering_dependent_statements_fails_verification():
+    p = chain()
+    swapped = ProgramState(p, (("S0", "{ S0[i] -> [2, i, 0, 0, 0] }"),
+                               ("S1", "{ S1[i_1, j] -> [1, i_1, 0, j, 0] }")))
+    m = measure(swapped, runs=1)
+    assert not m.verified
+    assert "B[" in m.detail
+
+
+def test_compile_cache_reuses_binaries():
+    src = harness_c(ProgramState.initial(matvec()))
+    a = compile_c(src)
+    b = compile_c(src)
+    assert a == b and a.is_relative_to(cache_root())
+
+
+def test_compile_error_and_missing_compiler_are_clear():
+    with pytest.raises(CompileError, match="error"):
+        compile_c("int main(void) { return undefined_thing; }")
+    with pytest.raises(CompilerNotFoundError, match="not found"):
+        compile_c("int main(void) { return 0; }", Toolchain("/nonexistent/cc"))
+
+
+def test_crash_and_timeout_come_back_as_data():
+    crash = compile_c("int main(void) { *(volatile int *)0 = 1; return 0; }")
+    r = run_binary(crash)
+    assert not r.ok and "SIGSEGV" in r.error and r.times == ()
+    spin = compile_c("int main(void) { for (volatile int i = 0;; i++) {} }", Toolchain(flags=("-O0",)))
+    r = run_binary(spin, timeout=0.5)
+    assert not r.ok and r.error.startswith("timeout")
+    garbage = compile_c('#include <stdio.h>\nint main(void) { puts("not json"); return 0; }')
+    assert "unreadable" in run_binary(garbage).error
+
+
+def test_same_seed_same_output_other_seed_other_output():
+    exe = compile_c(harness_c(ProgramState.initial(matvec())))
+    a, b, c = run_binary(exe, seed=1, runs=1), run_binary(exe, seed=1, runs=1), run_binary(exe, seed=2, runs=1)
+    assert a.checksum == b.checksum != c.checksum

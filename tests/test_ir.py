@@ -1,0 +1,119 @@
+import json
+
+import pytest
+
+from loopcost.errors import NotAffineError, OutOfBoundsError, ProgramError
+from loopcost.ir.affine import Affine
+from loopcost.ir.dsl import ProgramBuilder
+from loopcost.ir.polyhedral import dependences, original_schedules
+from loopcost.ir.program import Program
+from loopcost.kernels import KERNELS
+
+from .programs import chain, matvec
+
+
+def test_affine_arithmetic_normalizes():
+    i, j = Affine.var("i"), Affine.var("j")
+    e = 2 * i + j - i + 3 - j
+    assert e == Affine.var("i") + 3
+    assert (i - i).terms == ()
+    assert (3 * (i + 1)).to_c() == "3 * i + 3"
+    assert (-i - 2).to_c() == "-i - 2"
+    assert (j - 2 * i).to_c({"i": "c1", "j": "c3 + 1"}) == "-2 * c1 + (c3 + 1)"
+
+
+def test_product_of_iterators_is_refused():
+    i, j = Affine.var("i"), Affine.var("j")
+    with pytest.raises(NotAffineError, match="affine"):
+        _ = i * j
+    with pytest.raises(NotAffineError):
+        Affine.of(1.5)
+
+
+def test_dsl_builds_tree_and_renames_repeated_loops():
+    p = chain()
+    assert [lp.name for lp in p.loops()] == ["i", "i_1", "j"]
+    assert [c.name for c in p.computations()] == ["S0", "S1"]
+    assert [lp.name for lp in p.enclosing_loops("S1")] == ["i_1", "j"]
+
+
+def test_plus_equals_is_a_reduction():
+    c = matvec().computation("S1")
+    assert c.reduction == "+"
+    assert [r.buffer for r in c.reads()] == ["y", "A", "x"]
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_json_round_trip_and_stable_hash(name):
+    p = KERNELS[name].program("small")
+    q = Program.from_json(json.loads(json.dumps(p.to_json())))
+    assert q == p
+    assert q.content_hash() == p.content_hash()
+
+
+def test_hash_ignores_name_but_not_content():
+    a, b = matvec(), matvec()
+    assert a.content_hash() == b.content_hash()
+    renamed = Program("other", a.buffers, a.body)
+    assert renamed.content_hash() == a.content_hash()
+    assert matvec(n=13).content_hash() != a.content_hash()
+
+
+def test_out_of_bounds_access_is_detected_with_a_witness():
+    p = ProgramBuilder("oob")
+    A, B = p.input("A", (10,)), p.output("B", (10,))
+    with p.loop("i", 0, 10) as i:
+        B[i] = A[i + 1]
+    with pytest.raises(OutOfBoundsError, match=r"A\[10\]"):
+        p.build()
+
+
+def test_triangular_bounds_are_exact():
+    # j <= i < 8 touches only the lower triangle: in bounds of an 8x8 buffer.
+    p = ProgramBuilder("tri")
+    A, B = p.input("A", (8, 8)), p.output("B", (8, 8))
+    with p.loop("i", 0, 8) as i:
+        with p.loop("j", 0, i + 1) as j:
+            B[i, j] = A[j, i]
+    assert p.build().computations()
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["buffers"][0].update(dtype="complex"), "dtype"),
+    (lambda d: d["body"][0]["body"][0]["rhs"]["args"][0].update(read="Nope"), "unknown buffer 'Nope'"),
+    (lambda d: d["buffers"][0].update(shape=[0]), "shape"),
+    (lambda d: d["body"][0]["body"][0]["target"].update(read="A"), "declared an input"),
+    (lambda d: d["body"][0].update(lower={"terms": {"q": 1}, "const": 0}), "iterator 'q'"),
+    (lambda d: d.pop("buffers"), "malformed"),
+])
+def test_bad_json_programs_get_clear_errors(mutate, message):
+    d = chain().to_json()
+    mutate(d)
+    with pytest.raises(ProgramError, match=message):
+        Program.from_json(d)
+
+
+def test_wrong_index_arity_is_refused():
+    p = ProgramBuilder("arity")
+    A, B = p.input("A", (4, 4)), p.output("B", (4,))
+    with p.loop("i", 0, 4) as i:
+        B[i] = A[i]
+    with pytest.raises(ProgramError, match="2 dimension"):
+        p.build()
+
+
+def test_original_schedule_is_2d_plus_1():
+    s = original_schedules(chain())
+    assert s["S0"] == "{ S0[i] -> [0, i, 0, 0, 0] }"
+    assert s["S1"] == "{ S1[i_1, j] -> [1, i_1, 0, j, 0] }"
+
+
+def test_dependences_are_exact():
+    d = dependences(chain(n=4))
+    # S1[i, j] reads T[i+1] and T[j], written by S0[i+1] and S0[j].
+    assert d.raw.is_equal(type(d.raw)(
+        "{ S0[a] -> S1[i_1, j] : 0 <= j <= i_1 < 4 and (a = i_1 + 1 or a = j) }"))
+    assert d.war.is_empty() and d.waw.is_empty()
+    mv = dependences(matvec(n=3, m=2))
+    # the reduction carries a flow dependence along j
+    assert not mv.raw.intersect(type(mv.raw)("{ S1[i, j] -> S1[i, j + 1] }")).is_empty()
