@@ -65,9 +65,8 @@ def cmd_show(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps(program.to_json(), indent=2))
     elif a.deps:
-        d = dependences(program)
-        for kind in ("raw", "war", "waw"):
-            print(f"{kind}: {getattr(d, kind)}")
+        for dep in dependences(program):
+            print(f"{dep.describe()}: {dep.relation}")
     else:
         print(kernel_file(_state(program, a.schedule)), end="")
     return 0

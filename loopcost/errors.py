@@ -35,3 +35,7 @@ class CompileError(LoopcostError):
 
 class ScheduleError(LoopcostError):
     """A schedule is malformed or illegal for the program."""
+
+
+class IllegalScheduleError(ScheduleError):
+    """A transformation would break a dependence; the message names it."""

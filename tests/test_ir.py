@@ -5,8 +5,9 @@ import pytest
 from loopcost.errors import NotAffineError, OutOfBoundsError, ProgramError
 from loopcost.ir.affine import Affine
 from loopcost.ir.dsl import ProgramBuilder
-from loopcost.ir.polyhedral import dependences, original_schedules
+from loopcost.ir.polyhedral import dependences
 from loopcost.ir.program import Program
+from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
 
 from .programs import chain, matvec
@@ -103,17 +104,34 @@ def test_wrong_index_arity_is_refused():
 
 
 def test_original_schedule_is_2d_plus_1():
-    s = original_schedules(chain())
-    assert s["S0"] == "{ S0[i] -> [0, i, 0, 0, 0] }"
-    assert s["S1"] == "{ S1[i_1, j] -> [1, i_1, 0, j, 0] }"
+    st = ProgramState.initial(chain())
+    assert st.depth == 2
+    s0, s1 = st.comps
+    assert (s0.betas, s0.loops) == ((0, 0, 0), ("i", None))
+    assert (s1.betas, s1.loops) == ((1, 0, 0), ("i_1", "j"))
+    assert s1.time_map().is_equal(type(s1.time_map())("{ S1[i_1, j] -> [1, i_1, 0, j, 0] }"))
+    assert st.loop_names() == ["i", "i_1", "j"]
 
 
-def test_dependences_are_exact():
-    d = dependences(chain(n=4))
+def test_dependences_are_exact_and_named():
+    deps = {(d.kind, d.buffer): d for d in dependences(chain(n=4))}
+    assert set(deps) == {("raw", "T")}
     # S1[i, j] reads T[i+1] and T[j], written by S0[i+1] and S0[j].
-    assert d.raw.is_equal(type(d.raw)(
-        "{ S0[a] -> S1[i_1, j] : 0 <= j <= i_1 < 4 and (a = i_1 + 1 or a = j) }"))
-    assert d.war.is_empty() and d.waw.is_empty()
-    mv = dependences(matvec(n=3, m=2))
+    rel = deps["raw", "T"].relation
+    assert rel.is_equal(type(rel)("{ S0[a] -> S1[i_1, j] : 0 <= j <= i_1 < 4 and (a = i_1 + 1 or a = j) }"))
+    assert deps["raw", "T"].describe() == "RAW on T (S0->S1)"
+    mv = {(d.kind, d.buffer): d.relation for d in dependences(matvec(n=3, m=2))}
+    assert set(mv) == {("raw", "y"), ("war", "y"), ("waw", "y")}
     # the reduction carries a flow dependence along j
-    assert not mv.raw.intersect(type(mv.raw)("{ S1[i, j] -> S1[i, j + 1] }")).is_empty()
+    assert not mv["raw", "y"].intersect(type(rel)("{ S1[i, j] -> S1[i, j + 1] }")).is_empty()
+
+
+@pytest.mark.parametrize("name", ["c3", "lc_x", "exp", "int", "main"])
+def test_names_that_generated_c_uses_are_refused(name):
+    p = ProgramBuilder("names")
+    A = p.input(name, (4,))
+    B = p.output("B", (4,))
+    with p.loop("i", 0, 4) as i:
+        B[i] = A[i]
+    with pytest.raises(ProgramError, match="reserved"):
+        p.build()

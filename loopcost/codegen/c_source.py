@@ -13,8 +13,8 @@ import re
 import islpy as isl
 
 from ..ir.expr import BinOp, Call, Const, Expr, Read
-from ..ir.polyhedral import domains, schedule_map
-from ..ir.program import DTYPES, Computation, Program
+from ..ir.polyhedral import domains
+from ..ir.program import DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
 
 MACROS = """\
@@ -31,9 +31,11 @@ _FLOAT_FNS = {"sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "pow"}
 
 
 def c_identifier(name: str) -> str:
-    """A C identifier for a program name (``jacobi-2d`` -> ``jacobi_2d``)."""
+    """A C function name for a program name (``jacobi-2d`` -> ``jacobi_2d``, ``main`` -> ``kernel_main``)."""
     out = re.sub(r"\W", "_", name)
-    return out if out[:1].isalpha() or out[:1] == "_" else "k_" + out
+    if not (out[:1].isalpha() or out[:1] == "_") or out in RESERVED or out.startswith("lc_"):
+        out = "kernel_" + out
+    return out
 
 
 def _isl_c(e: isl.AstExpr) -> str:
@@ -111,15 +113,20 @@ class _Printer:
         return set()
 
     def pragmas(self, node: isl.AstNode, dim: int) -> list[str]:
-        comps = self.statements_under(node)
+        """Pragmas of the for loop at time dimension ``dim`` (odd: a loop level)."""
+        level = (dim - 1) // 2
+        names = {self.state.comp(c).loops[level] for c in self.statements_under(node)}
+        if dim % 2 == 0 or len(names) != 1 or None in names:
+            return []
+        loop = names.pop()
         out = []
-        for kind in ("parallel", "vector", "unroll"):
-            tags = [t for c in comps for t in self.state.tags_at(c, dim) if t.kind == kind]
-            if comps and len({t.comp for t in tags}) == len(comps):
-                factor = max(t.factor for t in tags)
-                out.append({"parallel": "#pragma omp parallel for",
-                            "vector": "#pragma omp simd",
-                            "unroll": f"#pragma GCC unroll {factor}"}[kind])
+        if self.state.tag_of(loop, "parallel"):
+            out.append("#pragma omp parallel for")
+        if self.state.tag_of(loop, "vector"):
+            out.append("#pragma omp simd")
+        unroll = self.state.tag_of(loop, "unroll")
+        if unroll:
+            out.append(f"#pragma GCC unroll {unroll.factor}")
         return out
 
     def node(self, node: isl.AstNode, depth: int) -> None:
@@ -164,7 +171,7 @@ class _Printer:
 
 
 def ast_of(state: ProgramState) -> isl.AstNode:
-    sched = schedule_map(dict(state.schedules), domains(state.program))
+    sched = state.schedule_map().intersect_domain(domains(state.program))
     return isl.AstBuild.from_context(isl.Set("{ : }")).node_from_schedule_map(sched)
 
 

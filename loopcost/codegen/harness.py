@@ -88,64 +88,64 @@ def _call_args(p: Program) -> str:
     args = []
     for b in p.buffers:
         if len(b.shape) == 1:
-            args.append(b.name)
+            args.append(f"lc_g_{b.name}")
         else:
-            args.append(f"({DTYPES[b.dtype]} (*){''.join(f'[{s}]' for s in b.shape[1:])}){b.name}")
+            args.append(f"({DTYPES[b.dtype]} (*){''.join(f'[{s}]' for s in b.shape[1:])})lc_g_{b.name}")
     return ", ".join(args)
 
 
 def harness_c(state: ProgramState) -> str:
-    """The whole C file: kernel plus ``main``."""
+    """The whole C file: kernel plus ``main``. Every harness name starts with ``lc_``,
+    which buffer names may not (see ``loopcost.ir.program.validate``)."""
     p = state.program
     fname = c_identifier(p.name)
-    alloc = "\n".join(f"  {DTYPES[b.dtype]} *{b.name} = lc_alloc({b.size}u * sizeof({DTYPES[b.dtype]}));"
-                      for b in p.buffers)
-    fill = "\n".join(f"  {_FILL[b.dtype]}({b.name}, {b.size}u, seed, {k}u);" for k, b in enumerate(p.buffers))
-    dump = "\n".join(f"    lc_write(f, {b.name}, {b.size}u * sizeof({DTYPES[b.dtype]}));" for b in p.buffers)
-    checks = "\n".join(f'  lc_checksum("{b.name}", {b.name}, {b.size}u, {_KIND[b.dtype]}, {int(k == 0)});'
+    ctype = {b.name: DTYPES[b.dtype] for b in p.buffers}
+    globals_ = "\n".join(f"static {ctype[b.name]} *lc_g_{b.name};" for b in p.buffers)
+    alloc = "\n".join(f"  lc_g_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));" for b in p.buffers)
+    fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);"
+                      for k, b in enumerate(p.buffers))
+    dump = "\n".join(f"  lc_write(lc_f, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in p.buffers)
+    checks = "\n".join(f'  lc_checksum("{b.name}", lc_g_{b.name}, {b.size}u, {_KIND[b.dtype]}, {int(k == 0)});'
                        for k, b in enumerate(p.outputs()))
     call = f"{fname}({_call_args(p)});"
     return f"""{_PRELUDE}
 {kernel_c(state, name=fname, attributes="LC_NOINLINE")}
-static uint32_t seed;
-{chr(10).join(f"static {DTYPES[b.dtype]} *g_{b.name};" for b in p.buffers)}
+static uint32_t lc_seed;
+{globals_}
 
 static void lc_init(void) {{
-{chr(10).join(f"  {DTYPES[b.dtype]} *{b.name} = g_{b.name};" for b in p.buffers)}
 {fill}
 }}
 
-static void lc_dump(const char *prefix, const char *ext) {{
-{chr(10).join(f"  {DTYPES[b.dtype]} *{b.name} = g_{b.name};" for b in p.buffers)}
-  char path[4096];
-  snprintf(path, sizeof path, "%s.%s", prefix, ext);
-  FILE *f = fopen(path, "wb");
-  if (!f) {{ fprintf(stderr, "loopcost harness: cannot write %s\\n", path); exit(4); }}
+static void lc_dump(const char *lc_prefix, const char *lc_ext) {{
+  char lc_path[4096];
+  snprintf(lc_path, sizeof lc_path, "%s.%s", lc_prefix, lc_ext);
+  FILE *lc_f = fopen(lc_path, "wb");
+  if (!lc_f) {{ fprintf(stderr, "loopcost harness: cannot write %s\\n", lc_path); exit(4); }}
 {dump}
-  fclose(f);
+  fclose(lc_f);
 }}
 
-int main(int argc, char **argv) {{
-  if (argc < 4) {{ fprintf(stderr, "usage: %s WARMUP RUNS SEED [DUMP_PREFIX]\\n", argv[0]); return 2; }}
-  int warmup = atoi(argv[1]), runs = atoi(argv[2]);
-  seed = (uint32_t)strtoul(argv[3], NULL, 10);
-  const char *dump = argc > 4 ? argv[4] : NULL;
+int main(int lc_argc, char **lc_argv) {{
+  if (lc_argc < 4) {{ fprintf(stderr, "usage: %s WARMUP RUNS SEED [DUMP_PREFIX]\\n", lc_argv[0]); return 2; }}
+  int lc_warmup = atoi(lc_argv[1]), lc_runs = atoi(lc_argv[2]);
+  lc_seed = (uint32_t)strtoul(lc_argv[3], NULL, 10);
+  const char *lc_dump_to = lc_argc > 4 ? lc_argv[4] : NULL;
 {alloc}
-{chr(10).join(f"  g_{b.name} = {b.name};" for b in p.buffers)}
   lc_init();
-  if (dump) lc_dump(dump, "in");
+  if (lc_dump_to) lc_dump(lc_dump_to, "in");
   {call}
-  if (dump) lc_dump(dump, "out");
+  if (lc_dump_to) lc_dump(lc_dump_to, "out");
   printf("{{\\"checksums\\": {{");
 {checks}
   printf("}}, \\"times_s\\": [");
-  for (int w = 0; w < warmup; w++) {{ lc_init(); {call} }}
-  for (int r = 0; r < runs; r++) {{
+  for (int lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_init(); {call} }}
+  for (int lc_r = 0; lc_r < lc_runs; lc_r++) {{
     lc_init();
-    double t0 = lc_now();
+    double lc_t0 = lc_now();
     {call}
-    double t1 = lc_now();
-    printf("%s%.9g", r ? ", " : "", t1 - t0);
+    double lc_t1 = lc_now();
+    printf("%s%.9g", lc_r ? ", " : "", lc_t1 - lc_t0);
   }}
   printf("]}}\\n");
   return 0;

@@ -3,6 +3,7 @@ schedule, bounds checks and exact dependences."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import islpy as isl
@@ -22,10 +23,13 @@ def domain_str(comp: str, loops: tuple[Loop, ...]) -> str:
     return "{ " + _tuple(comp, loops) + (" : " + " and ".join(cons) if cons else "") + " }"
 
 
-def domains(p: Program) -> isl.UnionSet:
+@functools.lru_cache(maxsize=256)
+def domains(p: Program, only: frozenset[str] | None = None) -> isl.UnionSet:
+    """Iteration domains of every computation (or of those named in ``only``)."""
     out = isl.UnionSet("{ }")
     for c, loops in p.walk_computations():
-        out = out.union(isl.UnionSet(domain_str(c.name, loops)))
+        if only is None or c.name in only:
+            out = out.union(isl.UnionSet(domain_str(c.name, loops)))
     return out
 
 
@@ -43,32 +47,6 @@ def accesses(p: Program) -> tuple[isl.UnionMap, isl.UnionMap]:
             rd = rd.union(isl.UnionMap.from_map(access_map(c.name, loops, r)))
         wr = wr.union(isl.UnionMap.from_map(access_map(c.name, loops, c.target)))
     return rd, wr
-
-
-def max_depth(p: Program) -> int:
-    return max(len(loops) for _, loops in p.walk_computations())
-
-
-def original_schedules(p: Program) -> dict[str, str]:
-    """The 2d+1 schedule of each computation: ``[b0, i0, b1, i1, ..., bd]``.
-
-    ``b_k`` is the position of the subtree at depth k among its siblings; all
-    schedules are padded with zeros to ``2 * max_depth + 1`` dimensions.
-    """
-    width = 2 * max_depth(p) + 1
-    out: dict[str, str] = {}
-
-    def rec(nodes, loops: tuple[Loop, ...], prefix: list[str]):
-        for pos, n in enumerate(nodes):
-            if isinstance(n, Loop):
-                rec(n.body, loops + (n,), prefix + [str(pos), n.name])
-            else:
-                dims = prefix + [str(pos)]
-                dims += ["0"] * (width - len(dims))
-                out[n.name] = "{ " + _tuple(n.name, loops) + f" -> [{', '.join(dims)}] }}"
-
-    rec(p.body, (), [])
-    return out
 
 
 def check_bounds(p: Program) -> None:
@@ -90,37 +68,55 @@ def check_bounds(p: Program) -> None:
                     f"shape {list(b.shape)}; fix the loop bounds or the index")
 
 
-@dataclass(frozen=True)
-class Dependences:
-    """Dependences between statement instances, under the original schedule.
+DEP_KINDS = ("raw", "war", "waw")
 
-    ``raw`` is exact dataflow (last writer, from isl's compute_flow);
-    ``war`` and ``waw`` are memory-based (every earlier access to the same element).
+
+@dataclass(frozen=True)
+class Dependence:
+    """Statement instances of ``relation`` (source -> sink) that touch ``buffer``.
+
+    ``raw`` is exact dataflow (the last writer, from isl's compute_flow);
+    ``war`` and ``waw`` are memory-based (every earlier access to the element).
     """
 
-    raw: isl.UnionMap
-    war: isl.UnionMap
-    waw: isl.UnionMap
+    kind: str
+    buffer: str
+    relation: isl.UnionMap
 
-    def all(self) -> isl.UnionMap:
-        return self.raw.union(self.war).union(self.waw)
+    def pairs(self) -> list[tuple[str, str]]:
+        """(source, sink) computation names of this dependence."""
+        return sorted({(m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out))
+                       for m in _maps(self.relation)})
 
-
-def schedule_map(schedules: dict[str, str], dom: isl.UnionSet) -> isl.UnionMap:
-    sched = isl.UnionMap("{ }")
-    for text in schedules.values():
-        sched = sched.union(isl.UnionMap(text))
-    return sched.intersect_domain(dom)
+    def describe(self) -> str:
+        return f"{self.kind.upper()} on {self.buffer} ({', '.join(f'{a}->{b}' for a, b in self.pairs())})"
 
 
-def dependences(p: Program) -> Dependences:
+def _maps(um: isl.UnionMap) -> list[isl.Map]:
+    out: list[isl.Map] = []
+    um.foreach_map(out.append)
+    return out
+
+
+def dependences(p: Program) -> list[Dependence]:
+    """Every non-empty dependence of the program, by kind and buffer, under its original order."""
+    from .state import ProgramState  # state builds on this module's view of programs
+
     dom = domains(p)
-    rd, wr = accesses(p)
-    sched = schedule_map(original_schedules(p), dom)
-    raw = (isl.UnionAccessInfo.from_sink(rd).set_must_source(wr).set_schedule_map(sched)
-           .compute_flow().get_must_dependence())
+    sched = ProgramState.initial(p).schedule_map().intersect_domain(dom)
     before = sched.lex_lt_union_map(sched)
-    war = rd.apply_range(wr.reverse()).intersect(before)
-    waw = wr.apply_range(wr.reverse()).intersect(before)
-    return Dependences(raw.coalesce(), war.coalesce(), waw.coalesce())
-
+    rd_all, wr_all = accesses(p)
+    out: list[Dependence] = []
+    for b in p.buffers:
+        only = isl.UnionSet(f"{{ {b.name}[{', '.join(f'd{k}' for k in range(len(b.shape)))}] }}")
+        rd, wr = rd_all.intersect_range(only), wr_all.intersect_range(only)
+        if wr.is_empty():
+            continue
+        raw = (isl.UnionAccessInfo.from_sink(rd).set_must_source(wr).set_schedule_map(sched)
+               .compute_flow().get_must_dependence())
+        war = rd.apply_range(wr.reverse()).intersect(before)
+        waw = wr.apply_range(wr.reverse()).intersect(before)
+        for kind, rel in zip(DEP_KINDS, (raw, war, waw), strict=True):
+            if not rel.is_empty():
+                out.append(Dependence(kind, b.name, rel.coalesce()))
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -20,6 +21,22 @@ DTYPES = {"float32": "float", "float64": "double", "int32": "int"}
 ROLES = ("input", "output", "temp")
 REDUCTIONS = ("+", "*", "max", "min")
 JSON_FORMAT = "loopcost-program/1"
+#: names that generated C uses: C keywords, libc and libm functions, the harness's ``main``.
+RESERVED = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if inline int long
+register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+main sqrt sqrtf exp expf log logf sin sinf cos cosf tanh tanhf fabs fabsf abs floor floorf pow powf
+printf fprintf malloc free exit stdin stdout stderr NULL
+""".split())
+
+
+def check_name(name: str, what: str) -> None:
+    """Refuse names that are not C identifiers or that generated C already uses."""
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ProgramError(f"{what} name {name!r} is not a C identifier")
+    if name in RESERVED or name.startswith("lc_") or re.fullmatch(r"c\d+", name):
+        raise ProgramError(f"{what} name {name!r} is reserved in generated C (C keywords, libm names, "
+                           "'lc_' prefixes and c0, c1, ... are taken); rename it")
 
 
 @dataclass(frozen=True)
@@ -199,8 +216,7 @@ def validate(p: Program) -> None:
         raise ProgramError("a program needs a non-empty name")
     names: set[str] = set()
     for b in p.buffers:
-        if not b.name.isidentifier():
-            raise ProgramError(f"buffer name {b.name!r} is not a C identifier")
+        check_name(b.name, "buffer")
         if b.name in names:
             raise ProgramError(f"buffer {b.name!r} is declared twice")
         names.add(b.name)
@@ -223,15 +239,17 @@ def validate(p: Program) -> None:
             raise ProgramError(f"loop {scope[-1]!r} has an empty body")
         for n in nodes:
             if isinstance(n, Loop):
-                if not n.name.isidentifier() or n.name in seen or n.name in bufs:
-                    raise ProgramError(f"loop name {n.name!r} is not a fresh C identifier")
+                check_name(n.name, "loop")
+                if n.name in seen or n.name in bufs:
+                    raise ProgramError(f"loop name {n.name!r} is used twice")
                 seen.add(n.name)
                 check_affine(n.lower, scope, f"lower bound of loop {n.name!r}")
                 check_affine(n.upper, scope, f"upper bound of loop {n.name!r}")
                 rec(n.body, scope + (n.name,))
             elif isinstance(n, Computation):
-                if not n.name.isidentifier() or n.name in seen or n.name in bufs:
-                    raise ProgramError(f"computation name {n.name!r} is not a fresh C identifier")
+                check_name(n.name, "computation")
+                if n.name in seen or n.name in bufs:
+                    raise ProgramError(f"computation name {n.name!r} is used twice")
                 seen.add(n.name)
                 if n.reduction is not None and n.reduction not in REDUCTIONS:
                     raise ProgramError(f"computation {n.name!r}: reduction {n.reduction!r} unknown; "

@@ -1,17 +1,26 @@
 """A program together with its schedule: what code generation and features read.
 
-Every computation has a schedule map into one shared time space (all of the
-same dimension), and loop tags that say which time dimension becomes a
-parallel, vector or unrolled loop for that computation. Transformations
-(``loopcost.transforms``) return new states; the state itself never changes.
+Each computation's schedule is kept in the classic 2d+1 form of Tiramisu and
+CLooG: a *loop map* from its iteration domain to loop values ``[l0 .. l{d-1}]``,
+and *betas* ``[b0 .. bd]`` (constants) that order statements sharing loops. Its
+time vector is ``[b0, l0, b1, l1, ..., b{d-1}, l{d-1}, bd]``. Every computation
+has the same ``d``; a computation that is not inside a loop at some level has a
+dummy level there (loop value 0, name ``None``).
+
+Loops are named: at first by the program's loop names; tiling and vector
+strip-mining add new names. Loop tags (parallel, vector, unroll) are attached to
+loop names, so they survive later changes of the time space. Transformations
+(``loopcost.transforms``) return new states; a state never changes.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
+import islpy as isl
+
 from ..errors import ScheduleError
-from .polyhedral import original_schedules
 from .program import Program
 
 TAG_KINDS = ("parallel", "vector", "unroll")
@@ -19,10 +28,9 @@ TAG_KINDS = ("parallel", "vector", "unroll")
 
 @dataclass(frozen=True)
 class LoopTag:
-    """Computation ``comp`` at time dimension ``dim`` is a ``kind`` loop (with ``factor``)."""
+    """Loop ``loop`` becomes a ``kind`` loop (``factor``: unroll factor or vector width)."""
 
-    comp: str
-    dim: int
+    loop: str
     kind: str
     factor: int = 0
 
@@ -31,25 +39,121 @@ class LoopTag:
             raise ScheduleError(f"unknown loop tag {self.kind!r}; use one of {TAG_KINDS}")
 
 
+@functools.lru_cache(maxsize=4096)
+def _time_map(loop_map: str, betas: tuple[int, ...]) -> isl.Map:
+    """``[b0, l0, b1, l1, ..., bd]`` from a loop map and its betas (cached: maps are immutable)."""
+    d = len(betas) - 1
+    ins = ", ".join(f"l{k}" for k in range(d))
+    outs = []
+    for k in range(d):
+        outs += [str(betas[k]), f"l{k}"]
+    outs.append(str(betas[d]))
+    return isl.Map(loop_map).apply_range(isl.Map(f"{{ [{ins}] -> [{', '.join(outs)}] }}"))
+
+
+@dataclass(frozen=True)
+class CompSchedule:
+    """One computation's schedule: loop map text, betas, and the name of each loop level."""
+
+    comp: str
+    loop_map: str
+    betas: tuple[int, ...]
+    loops: tuple[str | None, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.betas) != len(self.loops) + 1:
+            raise ScheduleError(f"{self.comp}: {len(self.betas)} betas for {len(self.loops)} loop levels")
+
+    def time_map(self) -> isl.Map:
+        """The full 2d+1 schedule map of this computation."""
+        return _time_map(self.loop_map, self.betas)
+
+
+    def level_of(self, loop: str) -> int:
+        """Loop level (0 = outermost) of ``loop`` in this computation."""
+        return self.loops.index(loop)
+
+    @property
+    def real_loops(self) -> list[str]:
+        return [name for name in self.loops if name is not None]
+
+
 @dataclass(frozen=True)
 class ProgramState:
     program: Program
-    schedules: tuple[tuple[str, str], ...]
+    comps: tuple[CompSchedule, ...]
     tags: tuple[LoopTag, ...] = ()
 
     @staticmethod
     def initial(program: Program) -> ProgramState:
         """The unscheduled program: its source order, no tags."""
-        return ProgramState(program, tuple(original_schedules(program).items()))
+        depth = max(len(loops) for _, loops in program.walk_computations())
+        comps: list[CompSchedule] = []
 
-    def schedule_of(self, comp: str) -> str:
-        for name, text in self.schedules:
-            if name == comp:
-                return text
-        raise ScheduleError(f"no computation {comp!r} in program {self.program.name!r}")
+        def rec(nodes, loops, betas):
+            for pos, n in enumerate(nodes):
+                if hasattr(n, "body"):
+                    rec(n.body, loops + (n,), betas + (pos,))
+                    continue
+                names = [lp.name for lp in loops]
+                pad = depth - len(loops)
+                dom = f"{n.name}[{', '.join(names)}]"
+                values = names + ["0"] * pad
+                comps.append(CompSchedule(
+                    n.name, f"{{ {dom} -> [{', '.join(values)}] }}",
+                    betas + (pos,) + (0,) * pad, tuple(names) + (None,) * pad))
 
-    def tags_at(self, comp: str, dim: int) -> list[LoopTag]:
-        return [t for t in self.tags if t.comp == comp and t.dim == dim]
+        rec(program.body, (), ())
+        return ProgramState(program, tuple(comps))
+
+    @property
+    def depth(self) -> int:
+        """Number of loop levels of the time space (``d`` in 2d+1)."""
+        return len(self.comps[0].loops)
+
+    def comp(self, name: str) -> CompSchedule:
+        for c in self.comps:
+            if c.comp == name:
+                return c
+        raise ScheduleError(f"no computation {name!r} in program {self.program.name!r}; "
+                            f"it has {[c.comp for c in self.comps]}")
+
+    def loop_names(self) -> list[str]:
+        """Every loop name of the current schedule, outer levels first."""
+        seen: dict[str, None] = {}
+        for level in range(self.depth):
+            for c in self.comps:
+                if c.loops[level] is not None:
+                    seen.setdefault(c.loops[level])
+        return list(seen)
+
+    def comps_with(self, *loops: str) -> list[CompSchedule]:
+        """The computations inside every one of ``loops``; error if none or a loop is unknown."""
+        known = set(self.loop_names())
+        for lp in loops:
+            if lp not in known:
+                raise ScheduleError(f"no loop {lp!r} in the current schedule of {self.program.name!r}; "
+                                    f"loops are {sorted(known)}")
+        out = [c for c in self.comps if all(lp in c.loops for lp in loops)]
+        if not out:
+            raise ScheduleError(f"loops {list(loops)} do not enclose a common computation")
+        return out
+
+    def tag_of(self, loop: str, kind: str) -> LoopTag | None:
+        for t in self.tags:
+            if t.loop == loop and t.kind == kind:
+                return t
+        return None
+
+    def with_comps(self, comps: dict[str, CompSchedule]) -> ProgramState:
+        return replace(self, comps=tuple(comps.get(c.comp, c) for c in self.comps))
 
     def with_tags(self, *tags: LoopTag) -> ProgramState:
         return replace(self, tags=self.tags + tags)
+
+    def schedule_map(self) -> isl.UnionMap:
+        """The union of every computation's time map (not restricted to domains)."""
+        out = isl.UnionMap("{ }")
+        for c in self.comps:
+            out = out.union(isl.UnionMap.from_map(c.time_map()))
+        return out

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import KernelLoadError
 from ..ir.program import Program
 
@@ -18,15 +16,15 @@ class Kernel:
     """A library kernel.
 
     ``build(**sizes)`` returns the program; ``sizes`` maps ``small`` and
-    ``bench`` to keyword sizes; ``reference(arrays)`` updates a dict of NumPy
-    arrays (every buffer, initialized) in place the way the kernel does.
+    ``bench`` to keyword sizes; ``reference(arrays, **sizes)`` updates a dict
+    of NumPy arrays (every buffer, initialized) in place the way the kernel does.
     """
 
     name: str
     description: str
     build: Callable[..., Program]
     sizes: dict[str, dict[str, int]]
-    reference: Callable[[dict[str, np.ndarray]], None]
+    reference: Callable[..., None]
 
     def program(self, size: str = "small") -> Program:
         if size not in self.sizes:
@@ -38,7 +36,7 @@ KERNELS: dict[str, Kernel] = {}
 
 
 def kernel(name: str, description: str, sizes: dict[str, dict[str, int]],
-           reference: Callable[[dict[str, np.ndarray]], None]):
+           reference: Callable[..., None]):
     """Decorator that registers a build function as a library kernel."""
 
     def wrap(build: Callable[..., Program]) -> Callable[..., Program]:

@@ -1,0 +1,141 @@
+"""Legality of a schedule, by exact dependence analysis with isl.
+
+A schedule is legal when every dependence of the original program still goes
+forward in time (lexicographically). A loop may be parallel or vector only if
+it carries no dependence: no two dependent instances run in the same
+iteration of its outer loops but in different iterations of it. Reductions
+are not privatized, so a loop that carries a reduction is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import islpy as isl
+
+from ..errors import IllegalScheduleError, ScheduleError
+from ..ir.polyhedral import Dependence, dependences, domains
+from ..ir.program import Program
+from ..ir.state import ProgramState
+
+
+@functools.lru_cache(maxsize=64)
+def program_dependences(p: Program) -> tuple[Dependence, ...]:
+    """Dependences of a program, computed once per program."""
+    return tuple(dependences(p))
+
+
+@functools.lru_cache(maxsize=64)
+def _all_dependences(p: Program) -> isl.UnionMap:
+    out = isl.UnionMap("{ }")
+    for dep in program_dependences(p):
+        out = out.union(dep.relation)
+    return out.coalesce()
+
+
+@functools.cache
+def _lex(n_dims: int, relation: str) -> isl.UnionMap:
+    """``lex_ge``/``lex_lt``... on time vectors of ``n_dims`` dimensions."""
+    space = isl.Set(f"{{ [{', '.join(f't{k}' for k in range(n_dims))}] }}").get_space()
+    return isl.UnionMap.from_map(getattr(isl.Map, relation)(space))
+
+
+def _example(rel: isl.UnionMap) -> str:
+    maps: list[isl.Map] = []
+    rel.foreach_map(maps.append)
+    pt = maps[0].wrap().sample_point()
+    m = maps[0]
+    n_in, n_out = m.dim(isl.dim_type.in_), m.dim(isl.dim_type.out)
+    coords = [pt.get_coordinate_val(isl.dim_type.set, k).to_python() for k in range(n_in + n_out)]
+    src = f"{m.get_tuple_name(isl.dim_type.in_)}{coords[:n_in]}"
+    dst = f"{m.get_tuple_name(isl.dim_type.out)}{coords[n_in:]}"
+    return f"{dst} would no longer run after {src}"
+
+
+def check_order(state: ProgramState) -> None:
+    """Raise IllegalScheduleError naming the first dependence the schedule reverses."""
+    deps = program_dependences(state.program)
+    if not deps:
+        return
+    # dependence relations only hold domain points, so the schedule needs no domain here
+    sched = state.schedule_map()
+    ge = _lex(2 * state.depth + 1, "lex_ge")
+    if _all_dependences(state.program).apply_domain(sched).apply_range(sched).intersect(ge).is_empty():
+        return
+    sched = sched.intersect_domain(domains(state.program))
+    not_after = sched.apply_range(ge).apply_range(sched.reverse())
+    for dep in deps:
+        bad = dep.relation.intersect(not_after)
+        if not bad.is_empty():
+            raise IllegalScheduleError(f"violates {dep.describe()}: {_example(bad)}")
+    raise AssertionError("dependence violation not attributed")  # unreachable: the union was violated
+
+
+def loop_level(state: ProgramState, loop: str) -> int:
+    """The level of ``loop``, which must be the same in every computation it encloses."""
+    levels = {cs.level_of(loop) for cs in state.comps_with(loop)}
+    if len(levels) != 1:
+        raise ScheduleError(f"loop {loop!r} sits at different levels in different computations")
+    return levels.pop()
+
+
+def carried(state: ProgramState, loop: str) -> list[Dependence]:
+    """Dependences carried by ``loop`` (between instances of one iteration of its outer loops)."""
+    level = loop_level(state, loop)
+    d = 2 * level + 1
+    n = 2 * state.depth + 1
+    t = [f"t{k}" for k in range(n)]
+    u = [f"u{k}" for k in range(n)]
+    cond = " and ".join([f"{t[k]} = {u[k]}" for k in range(d)] + [f"{t[d]} != {u[d]}"])
+    same_outer = isl.UnionMap.from_map(isl.Map(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}"))
+    inside = frozenset(cs.comp for cs in state.comps_with(loop))
+    sched = state.schedule_map().intersect_domain(domains(state.program, inside))
+    pairs = sched.apply_range(same_outer).apply_range(sched.reverse())
+    return [dep for dep in program_dependences(state.program) if not dep.relation.intersect(pairs).is_empty()]
+
+
+def check_parallel(state: ProgramState, loop: str, kind: str = "parallel") -> None:
+    """Raise IllegalScheduleError if ``loop`` carries a dependence (or a reduction)."""
+    deps = carried(state, loop)
+    if not deps:
+        return
+    reductions = [c for c in state.program.computations()
+                  if c.reduction and any(dep.buffer == c.target.buffer and (c.name, c.name) in dep.pairs()
+                                         for dep in deps)]
+    if reductions:
+        c = reductions[0]
+        raise IllegalScheduleError(
+            f"cannot make loop {loop!r} {kind}: it carries the {c.reduction} reduction of {c.name} into "
+            f"{c.target.buffer} ({deps[0].describe()}); loopcost does not privatize reductions")
+    raise IllegalScheduleError(f"cannot make loop {loop!r} {kind}: it carries {deps[0].describe()}")
+
+
+def permutable(state: ProgramState, loops: tuple[str, ...]) -> bool:
+    """True if no dependence goes backwards along any of the consecutive ``loops``.
+
+    Then tiling them is legal for every tile size (floor is monotone), provided
+    every computation that shares their outer loops is tiled with them.
+    """
+    comps = state.comps_with(*loops)
+    p = comps[0].level_of(loops[0])
+    key = (comps[0].betas[:p + 1], comps[0].loops[:p])
+    inside = {cs.comp for cs in comps}
+    if any((cs.betas[:p + 1], cs.loops[:p]) == key and cs.comp not in inside for cs in state.comps):
+        return False
+    n = 2 * state.depth + 1
+    t = [f"t{k}" for k in range(n)]
+    u = [f"u{k}" for k in range(n)]
+    same = " and ".join(f"{t[k]} = {u[k]}" for k in range(2 * p + 1)) or "true"
+    back = " or ".join(f"{u[2 * (p + k) + 1]} < {t[2 * (p + k) + 1]}" for k in range(len(loops)))
+    backwards = isl.UnionMap(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {same} and ({back}) }}")
+    sched = state.schedule_map()
+    return _all_dependences(state.program).apply_domain(sched).apply_range(sched).intersect(backwards).is_empty()
+
+
+def check(state: ProgramState) -> ProgramState:
+    """Check dependence order and every parallel and vector tag; return the state."""
+    check_order(state)
+    for tag in state.tags:
+        if tag.kind in ("parallel", "vector"):
+            check_parallel(state, tag.loop, tag.kind)
+    return state

@@ -1,0 +1,64 @@
+"""Rewriting computations' loop levels: the one primitive every transformation uses.
+
+A level rewrite maps a computation's loop values ``[l0 .. l{d-1}]`` to new
+values given as affine (or floor-affine) isl expressions of them, and says
+which betas and names the new levels get. Computations outside the
+transformation get dummy levels where levels are inserted, so that every
+computation keeps the same number of levels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import islpy as isl
+
+from ..ir.state import CompSchedule, ProgramState
+
+
+def rewrite(cs: CompSchedule, exprs: list[str], betas: list[int], loops: list[str | None]) -> CompSchedule:
+    """Apply ``[l0..] -> [exprs]`` to a computation's loop map, with new betas and names."""
+    d = len(cs.loops)
+    ins = ", ".join(f"l{k}" for k in range(d))
+    lm = isl.Map(cs.loop_map).apply_range(isl.Map(f"{{ [{ins}] -> [{', '.join(exprs)}] }}"))
+    return CompSchedule(cs.comp, lm.to_str(), tuple(betas), tuple(loops))
+
+
+def identity(cs: CompSchedule) -> list[str]:
+    return [f"l{k}" for k in range(len(cs.loops))]
+
+
+def insert_levels(state: ProgramState, at: int, count: int, changed: dict[str, CompSchedule]) -> ProgramState:
+    """Put ``changed`` computations in place and give every other one ``count`` dummy
+    levels at level ``at`` (value 0, beta 0, no name)."""
+    out = {}
+    for cs in state.comps:
+        if cs.comp in changed:
+            out[cs.comp] = changed[cs.comp]
+            continue
+        exprs = identity(cs)
+        exprs[at:at] = ["0"] * count
+        betas = list(cs.betas)
+        betas[at + 1:at + 1] = [0] * count
+        loops = list(cs.loops)
+        loops[at:at] = [None] * count
+        out[cs.comp] = rewrite(cs, exprs, betas, loops)
+    return state.with_comps(out)
+
+
+def fresh_name(state: ProgramState, base: str) -> str:
+    """A loop name not used by the program or the schedule, derived from ``base``."""
+    taken = set(state.loop_names()) | {lp.name for lp in state.program.loops()}
+    taken |= {c.name for c in state.program.computations()} | {b.name for b in state.program.buffers}
+    if base not in taken:
+        return base
+    k = 1
+    while f"{base}_{k}" in taken:
+        k += 1
+    return f"{base}_{k}"
+
+
+def rename(cs: CompSchedule, level: int, name: str) -> CompSchedule:
+    loops = list(cs.loops)
+    loops[level] = name
+    return replace(cs, loops=tuple(loops))

@@ -1,0 +1,127 @@
+"""Schedules: sequences of transformations, their notation and their JSON form.
+
+Notation (one transformation after another, separated by spaces)::
+
+    I(i,j) T2(i,k,32,64) T3(i,j,k,32,32,32) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1)
+
+Loops are named by the program's loop names; tiling adds ``<loop>_t`` tile
+loops and vectorization a ``<loop>_v`` strip loop (see ``loopcost show
+KERNEL --loops``). ``F`` names computations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import ScheduleError
+from ..ir.program import Program
+from ..ir.state import ProgramState
+from .base import Transformation
+from .fusion import Fuse
+from .reorder import Interchange, Reverse, Skew
+from .tags import Parallelize, Unroll, Vectorize
+from .tiling import Tile
+
+_TOKEN = re.compile(r"\s*([A-Z][0-9]?)\(([^()]*)\)\s*")
+_NAME = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def _ints(args: list[str], where: str) -> list[int]:
+    try:
+        return [int(a) for a in args]
+    except ValueError:
+        raise ScheduleError(f"{where}: expected integers, got {args}") from None
+
+
+def _names(args: list[str], where: str) -> list[str]:
+    for a in args:
+        if not _NAME.match(a):
+            raise ScheduleError(f"{where}: {a!r} is not a loop or computation name")
+    return args
+
+
+def parse_transformation(code: str, args: list[str]) -> Transformation:
+    where = f"{code}({','.join(args)})"
+    arity = {"I": 2, "R": 1, "S": 3, "P": 1, "U": 2, "V": 2, "F": 3, "T2": 4, "T3": 6}
+    if code not in arity:
+        raise ScheduleError(f"unknown transformation {code!r} in {where}; known: {', '.join(arity)}")
+    if len(args) != arity[code]:
+        raise ScheduleError(f"{where} takes {arity[code]} arguments, got {len(args)}")
+    if code == "I":
+        return Interchange(*_names(args, where))
+    if code == "R":
+        return Reverse(*_names(args, where))
+    if code == "S":
+        return Skew(*_names(args[:2], where), _ints(args[2:], where)[0])
+    if code == "P":
+        return Parallelize(*_names(args, where))
+    if code == "U":
+        return Unroll(_names(args[:1], where)[0], _ints(args[1:], where)[0])
+    if code == "V":
+        return Vectorize(_names(args[:1], where)[0], _ints(args[1:], where)[0])
+    if code == "F":
+        return Fuse(*_names(args[:2], where), _ints(args[2:], where)[0])
+    n = int(code[1])
+    return Tile(tuple(_names(args[:n], where)), tuple(_ints(args[n:], where)))
+
+
+_BY_KIND = {cls.kind: cls for cls in (Interchange, Reverse, Skew, Parallelize, Unroll, Vectorize, Fuse, Tile)}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An ordered sequence of transformations."""
+
+    steps: tuple[Transformation, ...] = ()
+
+    @staticmethod
+    def parse(text: str) -> Schedule:
+        """Parse the notation; the inverse of ``str``."""
+        steps, pos = [], 0
+        text = text.strip()
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if not m:
+                raise ScheduleError(f"cannot read schedule at {text[pos:pos + 20]!r} (position {pos}); "
+                                    "expected something like I(i,j) or T2(i,j,32,32)")
+            args = [a.strip() for a in m.group(2).split(",")] if m.group(2).strip() else []
+            steps.append(parse_transformation(m.group(1), args))
+            pos = m.end()
+        return Schedule(tuple(steps))
+
+    def __str__(self) -> str:
+        return " ".join(str(s) for s in self.steps)
+
+    def __add__(self, other: Schedule | Transformation) -> Schedule:
+        more = other.steps if isinstance(other, Schedule) else (other,)
+        return Schedule(self.steps + more)
+
+    def to_json(self) -> list[dict]:
+        return [s.to_json() for s in self.steps]
+
+    @staticmethod
+    def from_json(doc: list) -> Schedule:
+        if not isinstance(doc, list):
+            raise ScheduleError("a schedule in JSON is a list of transformations")
+        steps = []
+        for d in doc:
+            if not isinstance(d, dict) or d.get("transform") not in _BY_KIND:
+                raise ScheduleError(f"unknown transformation {d!r}; known: {sorted(_BY_KIND)}")
+            cls = _BY_KIND[d["transform"]]
+            kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "transform"}
+            try:
+                steps.append(cls(**kw))
+            except TypeError as e:
+                raise ScheduleError(f"bad arguments for {d['transform']}: {e}") from None
+        return Schedule(tuple(steps))
+
+    def apply(self, program: Program | ProgramState) -> ProgramState:
+        """Apply every step in order; errors say which step failed."""
+        state = program if isinstance(program, ProgramState) else ProgramState.initial(program)
+        for k, step in enumerate(self.steps):
+            try:
+                state = step.apply(state)
+            except ScheduleError as e:
+                raise type(e)(f"step {k + 1}, {step}: {e}") from None
+        return state

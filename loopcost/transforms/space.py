@@ -1,0 +1,121 @@
+"""The space of candidates: every legal next transformation from a state.
+
+The random sampler and the search both enumerate the space through
+``candidates``; nothing else decides what may be tried.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from ..errors import ScheduleError
+from ..ir.state import ProgramState
+from .base import Transformation
+from .fusion import Fuse, shared_depth
+from .legality import permutable
+from .reorder import Interchange, Reverse, Skew
+from .tags import Parallelize, Unroll, Vectorize
+from .tiling import Tile
+
+KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll")
+
+
+@dataclass(frozen=True)
+class SpaceOptions:
+    """Factor sets of the parameterized transformations, and which kinds to list."""
+
+    tile_sizes: tuple[int, ...] = (8, 16, 32, 64, 128)
+    unroll_factors: tuple[int, ...] = (2, 4, 8, 16)
+    vector_widths: tuple[int, ...] = (4, 8, 16)
+    skew_factors: tuple[int, ...] = (1, 2)
+    kinds: tuple[str, ...] = KINDS
+
+
+def _pairs_outer_inner(state: ProgramState) -> list[tuple[str, str]]:
+    out: dict[tuple[str, str], None] = {}
+    for cs in state.comps:
+        real = cs.real_loops
+        for a, b in itertools.combinations(real, 2):
+            out.setdefault((a, b))
+    return list(out)
+
+
+def _windows(state: ProgramState, n: int) -> list[tuple[str, ...]]:
+    out: dict[tuple[str, ...], None] = {}
+    for cs in state.comps:
+        for p in range(len(cs.loops) - n + 1):
+            w = cs.loops[p:p + n]
+            if None not in w:
+                out.setdefault(tuple(w))
+    return list(out)
+
+
+def _innermost(state: ProgramState) -> list[str]:
+    out: dict[str, None] = {}
+    for cs in state.comps:
+        if cs.real_loops:
+            out.setdefault(cs.real_loops[-1])
+    return list(out)
+
+
+def _parallel_nest(state: ProgramState, loop: str) -> bool:
+    """True if a loop around or inside ``loop`` is already parallel."""
+    return any(state.tag_of(other, "parallel") for cs in state.comps if loop in cs.loops
+               for other in cs.real_loops)
+
+
+def _fusions(state: ProgramState) -> list[Transformation]:
+    order = sorted(state.comps, key=lambda cs: cs.betas)
+    out: list[Transformation] = []
+    for a, b in zip(order, order[1:], strict=False):
+        now = shared_depth(a, b)
+        for d in range(min(len(a.real_loops), len(b.real_loops)) + 1):
+            if d != now:
+                out.append(Fuse(a.comp, b.comp, d))
+    return out
+
+
+def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[Transformation]:
+    """Every transformation worth trying from ``state``, before legality."""
+    out: list[Transformation] = []
+    kinds = set(opts.kinds)
+    if "fuse" in kinds:
+        out += _fusions(state)
+    pairs = _pairs_outer_inner(state)
+    if "interchange" in kinds:
+        out += [Interchange(a, b) for a, b in pairs]
+    if "skew" in kinds:
+        out += [Skew(a, b, f) for a, b in pairs for f in opts.skew_factors]
+    if "reverse" in kinds:
+        out += [Reverse(lp) for lp in state.loop_names()]
+    if "tile" in kinds:
+        for n in (2, 3):
+            for w in _windows(state, n):
+                out += [Tile(w, sizes) for sizes in itertools.product(opts.tile_sizes, repeat=n)]
+    if "parallelize" in kinds:
+        out += [Parallelize(lp) for lp in state.loop_names() if not _parallel_nest(state, lp)]
+    inner = _innermost(state)
+    if "vectorize" in kinds:
+        out += [Vectorize(lp, w) for lp in inner if not state.tag_of(lp, "vector") for w in opts.vector_widths]
+    if "unroll" in kinds:
+        out += [Unroll(lp, f) for lp in inner if not state.tag_of(lp, "unroll") for f in opts.unroll_factors]
+    return out
+
+
+def candidates(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[tuple[Transformation, ProgramState]]:
+    """Every legal next transformation from ``state``, with the state it leads to."""
+    out = []
+    band_ok: dict[tuple[str, ...], bool] = {}
+    for t in proposals(state, opts):
+        try:
+            if isinstance(t, Tile):
+                if t.loops not in band_ok:
+                    band_ok[t.loops] = permutable(state, t.loops)
+                if band_ok[t.loops]:  # legal for every size: no need to check each
+                    out.append((t, t.transformed(state)))
+                    continue
+            out.append((t, t.apply(state)))
+        except ScheduleError:
+            continue
+    return out
