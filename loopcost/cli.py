@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
@@ -14,6 +15,7 @@ from .ir.state import ProgramState
 from .kernels import KERNELS
 from .kernels.loader import load_program
 from .runner.measure import measure
+from .transforms.schedule import Schedule
 
 
 def _fmt_time(s: float) -> str:
@@ -21,11 +23,26 @@ def _fmt_time(s: float) -> str:
 
 
 def _state(program, schedule: str) -> ProgramState:
-    if schedule.strip():
-        raise ScheduleError(
-            f"cannot apply schedule {schedule!r}: this version of loopcost runs only the empty schedule "
-            "(the schedule notation arrives with the transformations)")
-    return ProgramState.initial(program)
+    """Apply a schedule given in the notation, or as a JSON file (``@file.json``)."""
+    if schedule.startswith("@"):
+        try:
+            doc = json.loads(Path(schedule[1:]).read_text())
+        except (OSError, ValueError) as e:
+            raise ScheduleError(f"cannot read schedule file {schedule[1:]}: {e}") from None
+        return Schedule.from_json(doc).apply(program)
+    return Schedule.parse(schedule).apply(program)
+
+
+def _loops_text(state: ProgramState) -> str:
+    """Each computation with its loops, outermost first, and the tags of each loop."""
+    lines = []
+    for cs in state.comps:
+        parts = []
+        for name in cs.real_loops:
+            tags = [t.kind + (f"({t.factor})" if t.factor else "") for t in state.tags if t.loop == name]
+            parts.append(name + (f" [{', '.join(tags)}]" if tags else ""))
+        lines.append(f"{cs.comp}: {' > '.join(parts) or '(no loop)'}")
+    return "\n".join(lines)
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -64,6 +81,8 @@ def cmd_show(a: argparse.Namespace) -> int:
     program = load_program(a.kernel, a.size)
     if a.json:
         print(json.dumps(program.to_json(), indent=2))
+    elif a.loops:
+        print(_loops_text(_state(program, a.schedule)))
     elif a.deps:
         for dep in dependences(program):
             print(f"{dep.describe()}: {dep.relation}")
@@ -86,7 +105,9 @@ def parser() -> argparse.ArgumentParser:
     def kernel_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("kernel", help="library kernel name, DSL .py file, or .json program")
         sp.add_argument("--size", default="small", choices=["small", "bench"], help="library kernel size")
-        sp.add_argument("--schedule", default="", help="schedule to apply (empty: unscheduled)")
+        sp.add_argument("--schedule", default="",
+                        help="schedule in the notation, e.g. 'T2(i,j,32,32) P(i_t)', or @FILE.json "
+                             "(default: unscheduled)")
 
     r = sub.add_parser("run", help="compile, run and verify a kernel; report its times")
     kernel_args(r)
@@ -104,6 +125,7 @@ def parser() -> argparse.ArgumentParser:
     g = s.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="print the program as JSON")
     g.add_argument("--deps", action="store_true", help="print exact dependences (isl)")
+    g.add_argument("--loops", action="store_true", help="print each computation's loop names after the schedule")
     s.set_defaults(func=cmd_show)
 
     k = sub.add_parser("kernels", help="list the library kernels")

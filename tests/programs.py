@@ -27,3 +27,17 @@ def matvec(n: int = 12, m: int = 9, dtype: str = "float64"):
         with p.loop("j", 0, m) as j:
             y[i] += A[i, j] * x[j]
     return p.build()
+
+
+def two_maps(n: int = 32):
+    """Two independent element-wise loops, then a consumer reading a shifted producer."""
+    p = ProgramBuilder("two_maps")
+    A = p.input("A", (n + 1,))
+    B, C, D = p.output("B", (n + 1,)), p.output("C", (n,)), p.output("D", (n,))
+    with p.loop("i", 0, n + 1) as i:
+        B[i] = A[i] * 2.0
+    with p.loop("i", 0, n) as i:
+        C[i] = A[i] + 1.0
+    with p.loop("i", 0, n) as i:
+        D[i] = B[i + 1] - C[i]
+    return p.build()

@@ -100,6 +100,25 @@ def test_unknown_kernel_missing_compiler_and_compile_error():
     assert r.returncode == 2 and "no-such-flag" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_nonempty_schedule_is_refused_until_transformations_exist():
-    r = loopcost("run", "gemm", "--schedule", "I(L0,L1)")
-    assert r.returncode == 2 and "empty schedule" in r.stderr
+def test_run_and_show_with_a_schedule(tmp_path):
+    r = loopcost("run", "gemm", "--schedule", "T2(i,j,8,16) P(i_t)", "--json", "--runs", "1")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verified"] and out["schedule"] == "T2(i,j,8,16) P(i_t)"
+    r = loopcost("show", "gemm", "--schedule", "T2(i,j,8,16) P(i_t)")
+    assert "#pragma omp parallel for" in r.stdout and "lc_min" in r.stdout
+    r = loopcost("show", "gemm", "--schedule", "F(S0,S1,1) T3(i,j_1,k,8,16,8) U(k,4)", "--loops")
+    assert "S0: i > j\nS1: i_t > j_1_t > k_t > i > j_1 > k [unroll(4)]" in r.stdout, r.stdout
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps([{"transform": "parallelize", "loop": "i"}]))
+    r = loopcost("show", "gemm", "--schedule", f"@{f}")
+    assert r.returncode == 0 and "#pragma omp parallel for" in r.stdout
+
+
+def test_illegal_or_malformed_schedules_are_refused_clearly():
+    r = loopcost("run", "gemm", "--schedule", "P(k)")
+    assert r.returncode == 2 and "reduction of S1" in r.stderr and "Traceback" not in r.stderr
+    r = loopcost("run", "gemm", "--schedule", "Q(i)")
+    assert r.returncode == 2 and "unknown transformation 'Q'" in r.stderr
+    r = loopcost("run", "gemm", "--schedule", "I(i,zz)")
+    assert r.returncode == 2 and "no loop 'zz'" in r.stderr

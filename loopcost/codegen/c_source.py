@@ -115,8 +115,9 @@ class _Printer:
     def pragmas(self, node: isl.AstNode, dim: int) -> list[str]:
         """Pragmas of the for loop at time dimension ``dim`` (odd: a loop level)."""
         level = (dim - 1) // 2
-        names = {self.state.comp(c).loops[level] for c in self.statements_under(node)}
-        if dim % 2 == 0 or len(names) != 1 or None in names:
+        # statements with a dummy level here (None) run at one value of the loop
+        names = {self.state.comp(c).loops[level] for c in self.statements_under(node)} - {None}
+        if dim % 2 == 0 or len(names) != 1:
             return []
         loop = names.pop()
         out = []

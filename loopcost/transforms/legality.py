@@ -67,7 +67,8 @@ def check_order(state: ProgramState) -> None:
     for dep in deps:
         bad = dep.relation.intersect(not_after)
         if not bad.is_empty():
-            raise IllegalScheduleError(f"violates {dep.describe()}: {_example(bad)}")
+            raise IllegalScheduleError(
+                f"violates {Dependence(dep.kind, dep.buffer, bad).describe()}: {_example(bad)}")
     raise AssertionError("dependence violation not attributed")  # unreachable: the union was violated
 
 
@@ -80,7 +81,8 @@ def loop_level(state: ProgramState, loop: str) -> int:
 
 
 def carried(state: ProgramState, loop: str) -> list[Dependence]:
-    """Dependences carried by ``loop`` (between instances of one iteration of its outer loops)."""
+    """The parts of dependences carried by ``loop``: between instances in one iteration of its
+    outer loops, in different iterations of it."""
     level = loop_level(state, loop)
     d = 2 * level + 1
     n = 2 * state.depth + 1
@@ -88,10 +90,16 @@ def carried(state: ProgramState, loop: str) -> list[Dependence]:
     u = [f"u{k}" for k in range(n)]
     cond = " and ".join([f"{t[k]} = {u[k]}" for k in range(d)] + [f"{t[d]} != {u[d]}"])
     same_outer = isl.UnionMap.from_map(isl.Map(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}"))
-    inside = frozenset(cs.comp for cs in state.comps_with(loop))
-    sched = state.schedule_map().intersect_domain(domains(state.program, inside))
-    pairs = sched.apply_range(same_outer).apply_range(sched.reverse())
-    return [dep for dep in program_dependences(state.program) if not dep.relation.intersect(pairs).is_empty()]
+    # every computation counts, not only those named inside the loop: one with a dummy level
+    # there (value 0) that shares the loop's outer time runs inside the generated loop too.
+    sched = state.schedule_map()
+    out = []
+    for dep in program_dependences(state.program):
+        if dep.relation.apply_domain(sched).apply_range(sched).intersect(same_outer).is_empty():
+            continue
+        pairs = sched.apply_range(same_outer).apply_range(sched.reverse())
+        out.append(Dependence(dep.kind, dep.buffer, dep.relation.intersect(pairs)))
+    return out
 
 
 def check_parallel(state: ProgramState, loop: str, kind: str = "parallel") -> None:

@@ -7,6 +7,7 @@ The random sampler and the search both enumerate the space through
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
@@ -94,12 +95,14 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
             for w in _windows(state, n):
                 out += [Tile(w, sizes) for sizes in itertools.product(opts.tile_sizes, repeat=n)]
     if "parallelize" in kinds:
-        out += [Parallelize(lp) for lp in state.loop_names() if not _parallel_nest(state, lp)]
+        out += [Parallelize(lp) for lp in state.loop_names()
+                if not _parallel_nest(state, lp) and not any(t.loop == lp for t in state.tags)]
     inner = _innermost(state)
+    inner = [lp for lp in inner if not any(t.loop == lp for t in state.tags)]
     if "vectorize" in kinds:
-        out += [Vectorize(lp, w) for lp in inner if not state.tag_of(lp, "vector") for w in opts.vector_widths]
+        out += [Vectorize(lp, w) for lp in inner for w in opts.vector_widths]
     if "unroll" in kinds:
-        out += [Unroll(lp, f) for lp in inner if not state.tag_of(lp, "unroll") for f in opts.unroll_factors]
+        out += [Unroll(lp, f) for lp in inner for f in opts.unroll_factors]
     return out
 
 
@@ -119,3 +122,27 @@ def candidates(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list
         except ScheduleError:
             continue
     return out
+
+
+def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = SpaceOptions(),
+                kinds: tuple[str, ...] | None = None) -> tuple[Transformation, ProgramState] | None:
+    """One legal transformation drawn at random: first a kind, then a proposal of that kind.
+
+    Drawing the kind first keeps the many tile sizes from crowding out the rest.
+    Tries proposals in random order until one is legal; None if no kind has one.
+    """
+    by_kind: dict[str, list[Transformation]] = {}
+    for t in proposals(state, opts):
+        if kinds is None or t.kind in kinds:
+            by_kind.setdefault(t.kind, []).append(t)
+    order = sorted(by_kind)
+    rng.shuffle(order)
+    for kind in order:
+        options = by_kind[kind]
+        rng.shuffle(options)
+        for t in options:
+            try:
+                return t, t.apply(state)
+            except ScheduleError:
+                continue
+    return None

@@ -11,9 +11,12 @@ from .levels import fresh_name, identity, insert_levels, rewrite
 
 
 def _untagged(state: ProgramState, loop: str, kind: str) -> None:
+    """A loop takes one tag: GCC needs ``omp parallel for``/``omp simd`` right before the ``for``."""
     state.comps_with(loop)
-    if state.tag_of(loop, kind):
-        raise ScheduleError(f"loop {loop!r} is already {kind}")
+    for t in state.tags:
+        if t.loop == loop:
+            raise ScheduleError(f"loop {loop!r} is already {t.kind}; a loop can be parallel, vector or "
+                                f"unrolled, not {t.kind} and {kind}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,126 @@
+"""Each transformation applies where it is legal and is refused, with the dependence named, where not."""
+
+import pytest
+
+from loopcost.errors import IllegalScheduleError, ScheduleError
+from loopcost.ir.state import ProgramState
+from loopcost.kernels import KERNELS
+from loopcost.runner.measure import measure
+from loopcost.transforms.schedule import Schedule
+from loopcost.transforms.space import KINDS, SpaceOptions, candidates, proposals
+
+from .programs import two_maps
+
+
+def prog(name):
+    return KERNELS[name].program("small")
+
+
+LEGAL = [
+    ("gemm", "I(i,j)"),
+    ("gemm", "F(S0,S1,1) I(j_1,k) V(j_1,8)"),
+    ("gemm", "T2(i,j,32,16) P(i_t)"),
+    ("gemm", "T3(i,j,k,8,16,32) U(k,4)"),
+    ("gemm", "R(i) R(j)"),
+    ("seidel-2d", "S(t,i,1) S(t,j,1) S(i,j,1) T3(t,i,j,8,8,8)"),
+    ("jacobi-2d", "P(i) P(i_1) R(j)"),
+    ("heat-3d", "T3(i,j,k,8,8,8) P(i_t) V(k,8)"),
+    ("blur", "T2(y,x,8,32) P(y_t)"),
+    ("conv2d", "T2(y,x,4,8) P(n)"),
+    ("2mm", "F(S0,S1,2) F(S2,S3,2)"),
+]
+
+ILLEGAL = [
+    ("gemm", "I(j,k)", "RAW on C (S0->S1)"),
+    ("gemm", "P(k)", "reduction of S1 into C"),
+    ("gemm", "V(k,8)", "reduction of S1 into C"),
+    ("gemm", "R(k)", "on C"),
+    ("seidel-2d", "T2(t,i,8,8)", "on A"),
+    ("seidel-2d", "P(i)", "RAW on A (S0->S0)"),
+    ("jacobi-2d", "R(t)", "on A"),
+    ("jacobi-2d", "I(t,i)", ""),
+    ("blur", "F(S0,S1,1)", "RAW on bx (S0->S1)"),
+    ("heat-3d", "P(t)", ""),
+]
+
+
+@pytest.mark.parametrize("kernel, schedule", LEGAL)
+def test_legal_schedules_apply_and_verify(kernel, schedule):
+    st = Schedule.parse(schedule).apply(prog(kernel))
+    m = measure(st, runs=1, warmup=0)
+    assert m.verified, m.detail
+
+
+@pytest.mark.parametrize("kernel, schedule, why", ILLEGAL)
+def test_illegal_schedules_are_refused_with_the_dependence(kernel, schedule, why):
+    with pytest.raises(IllegalScheduleError, match="violates|cannot make") as e:
+        Schedule.parse(schedule).apply(prog(kernel))
+    assert why in str(e.value)
+
+
+def test_fusion_and_distribution():
+    p = two_maps()
+    fused = Schedule.parse("F(S0,S1,1)").apply(p)
+    assert [cs.loops for cs in fused.comps][:2] == [("i",), ("i",)]
+    assert measure(fused, runs=1, warmup=0).verified
+    with pytest.raises(IllegalScheduleError, match="RAW on B"):
+        Schedule.parse("F(S1,S2,1) F(S0,S2,1)").apply(p)   # D[i] needs B[i+1]: not yet written
+    back = Schedule.parse("F(S0,S1,1) F(S0,S1,0)").apply(p)
+    assert back.comps[1].loops != back.comps[0].loops      # distributed again, under a fresh name
+    assert measure(back, runs=1, warmup=0).verified
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ("I(i,i)", "two different loops"),
+    ("U(k,1)", "at least 2"),
+    ("V(i,8)", "only an innermost loop"),
+    ("T2(i,k,8,8)", "not consecutive"),
+    ("S(j,i,1)", "outside"),
+    ("P(i) P(i)", "already parallel"),
+    ("P(i) U(i,4)", "already parallel; a loop can be"),
+    ("F(S0,S0,1)", "two different computations"),
+    ("F(S0,S1,3)", "cannot fuse"),
+    ("I(i,nope)", "no loop 'nope'"),
+    ("T2(i,j,8)", "takes 4 arguments"),
+    ("P(i", "cannot read schedule"),
+])
+def test_malformed_requests_are_refused(schedule, message):
+    with pytest.raises(ScheduleError, match=message):
+        Schedule.parse(schedule).apply(prog("gemm"))
+
+
+def test_partial_tiles_are_exact():
+    # extents 40, 50, 30 are not multiples of 16 / 32
+    st = Schedule.parse("T3(i,j,k,16,32,16)").apply(prog("gemm"))
+    assert measure(st, runs=1, warmup=0).verified
+
+
+def test_notation_and_json_round_trip():
+    text = "I(i,j) T2(i,k,32,64) T3(i,j,k,8,8,8) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1)"
+    s = Schedule.parse(text)
+    assert str(s) == text
+    assert Schedule.parse("  I( i , j )T2(i,k,32,64)") == Schedule.parse("I(i,j) T2(i,k,32,64)")
+    assert Schedule.from_json(s.to_json()) == s
+
+
+def test_candidates_are_legal_cover_every_kind_and_exclude_illegal_ones():
+    seen = set()
+    for name in ("gemm", "heat-3d", "blur", "2mm"):
+        st = ProgramState.initial(prog(name))
+        cands = candidates(st)
+        assert cands
+        for t, new in cands:
+            assert t.apply(st) == new
+        seen |= {t.kind for t, _ in cands}
+        strs = {str(t) for t, _ in cands}
+        if name == "gemm":
+            assert "P(k)" not in strs and "P(i)" in strs and "T2(i,j,128,8)" in strs
+    assert seen == set(KINDS)
+
+
+def test_factor_sets_are_options():
+    st = ProgramState.initial(prog("gemm"))
+    opts = SpaceOptions(tile_sizes=(4,), unroll_factors=(3,), vector_widths=(2,), skew_factors=(5,))
+    strs = {str(t) for t in proposals(st, opts)}
+    assert {"T2(i,j,4,4)", "U(k,3)", "S(i,j,5)"} <= strs
+    assert not any(s.startswith("T2") and "32" in s for s in strs)
