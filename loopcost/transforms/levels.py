@@ -30,18 +30,26 @@ def identity(cs: CompSchedule) -> list[str]:
 
 def insert_levels(state: ProgramState, at: int, count: int, changed: dict[str, CompSchedule]) -> ProgramState:
     """Put ``changed`` computations in place and give every other one ``count`` dummy
-    levels at level ``at`` (value 0, beta 0, no name)."""
+    levels (value 0, beta 0, no name).
+
+    A computation whose order against the changed ones is decided before level
+    ``at`` (its betas up to there differ) gets them innermost, where they
+    change nothing; one that runs interleaved with them gets them at ``at``,
+    so that the order between them stays what it was.
+    """
+    keys = {cs.betas[:at + 1] for cs in changed.values()}
     out = {}
     for cs in state.comps:
         if cs.comp in changed:
             out[cs.comp] = changed[cs.comp]
             continue
+        where = at if cs.betas[:at + 1] in keys else len(cs.loops)
         exprs = identity(cs)
-        exprs[at:at] = ["0"] * count
+        exprs[where:where] = ["0"] * count
         betas = list(cs.betas)
-        betas[at + 1:at + 1] = [0] * count
+        betas[where + 1:where + 1] = [0] * count
         loops = list(cs.loops)
-        loops[at:at] = [None] * count
+        loops[where:where] = [None] * count
         out[cs.comp] = rewrite(cs, exprs, betas, loops)
     return state.with_comps(out)
 
