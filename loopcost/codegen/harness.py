@@ -1,20 +1,31 @@
-"""A timing harness around a kernel: allocate, initialize from a seed, verify, time.
+"""A timing harness for one program and several schedules of it (variants).
 
-The program it makes is called as ``prog WARMUP RUNS SEED [DUMP_PREFIX]``:
+The executable takes ``key=value`` arguments::
 
-1. allocates every buffer (64-byte aligned) and fills it from ``SEED``;
-2. runs the kernel once: that run's output is the one verified. With
-   ``DUMP_PREFIX`` it writes every buffer, in program order, as raw bytes to
-   ``PREFIX.in`` before the run and ``PREFIX.out`` after it;
-3. runs WARMUP more times, then RUNS timed runs. Buffers are re-initialized
-   before every run, outside the timed region, so that every run computes the
-   same thing;
-4. prints one JSON object: ``{"times_s": [...], "checksums": {...}}``, with the
-   sum and absolute sum of every output buffer (null if not finite).
+    prog seed=S warmup=W min_runs=A max_runs=B min_time=T [dump=PREFIX] variants=0,3,5
+
+It allocates every buffer (64-byte aligned), fills it from the seed, and runs
+variant 0 (by convention the unscheduled program) once to get the reference
+output. Then, for each listed variant, it:
+
+1. re-initializes and runs the variant once, and compares every output buffer
+   with the reference: ``max |x - ref| / (scale + |ref|)``, where ``scale``
+   is the largest finite reference magnitude (NaN against NaN counts as equal);
+2. runs ``warmup`` untimed runs, then timed runs until at least ``min_runs``
+   runs and ``min_time`` seconds, or ``max_runs`` runs. Buffers are
+   re-initialized before every run, outside the timed region (``CLOCK_MONOTONIC``);
+3. prints one JSON line: ``{"variant", "errors": {buffer: [rel err, flat index of the worst
+   element]}, "checksums", "times_s"}``
+   and flushes it, so a crash in a later variant loses nothing before it.
+
+With ``dump=PREFIX``, variant 0's buffers are written as raw bytes, in program
+order, to ``PREFIX.in`` (before its run) and ``PREFIX.out`` (after).
+Every name the harness declares starts with ``lc_``, which programs may not use.
 """
 
 from __future__ import annotations
 
+from ..errors import ScheduleError
 from ..ir.program import DTYPES, Program
 from ..ir.state import ProgramState
 from .c_source import MACROS, c_identifier, kernel_c
@@ -67,16 +78,49 @@ static void lc_write(FILE *f, const void *p, size_t bytes) {
   if (fwrite(p, 1, bytes, f) != bytes) { fprintf(stderr, "loopcost harness: dump write failed\n"); exit(4); }
 }
 
+static double lc_get(const void *p, size_t i, int kind) {
+  return kind == 0 ? ((const double *)p)[i] : kind == 1 ? (double)((const float *)p)[i]
+                                                        : (double)((const int *)p)[i];
+}
+
+/* max |x - ref| / (scale + |ref|); NaN against NaN is equal, NaN against a number is infinite.
+   Prints [error, flat index of the worst element]. */
+static void lc_rel_err(const void *x, const void *ref, size_t n, int kind) {
+  double scale = 0.0, err = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < n; i++) { double r = fabs(lc_get(ref, i, kind)); if (isfinite(r) && r > scale) scale = r; }
+  for (size_t i = 0; i < n; i++) {
+    double a = lc_get(x, i, kind), b = lc_get(ref, i, kind);
+    if (isnan(a) && isnan(b)) continue;
+    if (a == b) continue;
+    double e = fabs(a - b) / (scale + fabs(b));
+    if (!(e <= err)) { err = isnan(e) ? INFINITY : e; worst = i; }
+  }
+  printf("[");
+  if (isfinite(err)) printf("%.17g", err); else printf("null");
+  printf(", %zu]", worst);
+}
+
 static void lc_checksum(const char *name, const void *p, size_t n, int kind, int first) {
   double s = 0.0, a = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double v = kind == 0 ? ((const double *)p)[i] : kind == 1 ? (double)((const float *)p)[i]
-                                                             : (double)((const int *)p)[i];
-    s += v; a += fabs(v);
-  }
+  for (size_t i = 0; i < n; i++) { double v = lc_get(p, i, kind); s += v; a += fabs(v); }
   printf("%s\"%s\": ", first ? "" : ", ", name);
   if (isfinite(s) && isfinite(a)) printf("{\"sum\": %.17g, \"abs\": %.17g}", s, a);
   else printf("null");
+}
+
+static long lc_arg(int argc, char **argv, const char *key, long dflt) {
+  size_t k = strlen(key);
+  for (int i = 1; i < argc; i++)
+    if (!strncmp(argv[i], key, k) && argv[i][k] == '=') return strtol(argv[i] + k + 1, NULL, 10);
+  return dflt;
+}
+
+static const char *lc_sarg(int argc, char **argv, const char *key) {
+  size_t k = strlen(key);
+  for (int i = 1; i < argc; i++)
+    if (!strncmp(argv[i], key, k) && argv[i][k] == '=') return argv[i] + k + 1;
+  return NULL;
 }
 """
 
@@ -94,24 +138,42 @@ def _call_args(p: Program) -> str:
     return ", ".join(args)
 
 
-def harness_c(state: ProgramState) -> str:
-    """The whole C file: kernel plus ``main``. Every harness name starts with ``lc_``,
-    which buffer names may not (see ``loopcost.ir.program.validate``)."""
-    p = state.program
+def harness_c(variants: list[ProgramState] | ProgramState) -> str:
+    """The whole C file: one kernel function per variant, plus ``main``.
+
+    All variants must be schedules of the same program; put the unscheduled
+    program first, since variant 0 is the reference output.
+    """
+    if isinstance(variants, ProgramState):
+        variants = [variants]
+    p = variants[0].program
+    if any(v.program != p for v in variants):
+        raise ScheduleError("every variant of a harness must schedule the same program")
     fname = c_identifier(p.name)
     ctype = {b.name: DTYPES[b.dtype] for b in p.buffers}
+    outs = p.outputs()
+    kernels = "\n".join(kernel_c(v, name=f"{fname}_v{k}", attributes="static LC_NOINLINE")
+                        for k, v in enumerate(variants))
     globals_ = "\n".join(f"static {ctype[b.name]} *lc_g_{b.name};" for b in p.buffers)
+    refs = "\n".join(f"static {ctype[b.name]} *lc_ref_{b.name};" for b in outs)
     alloc = "\n".join(f"  lc_g_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));" for b in p.buffers)
-    fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);"
-                      for k, b in enumerate(p.buffers))
+    keep = "\n".join(f"  lc_ref_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
+                     f"  memcpy(lc_ref_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in outs)
+    fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);" for k, b in enumerate(p.buffers))
     dump = "\n".join(f"  lc_write(lc_f, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in p.buffers)
+    errors = "\n".join(
+        f'  printf("{", " if k else ""}\\"{b.name}\\": "); '
+        f"lc_rel_err(lc_g_{b.name}, lc_ref_{b.name}, {b.size}u, {_KIND[b.dtype]});"
+        for k, b in enumerate(outs))
     checks = "\n".join(f'  lc_checksum("{b.name}", lc_g_{b.name}, {b.size}u, {_KIND[b.dtype]}, {int(k == 0)});'
-                       for k, b in enumerate(p.outputs()))
-    call = f"{fname}({_call_args(p)});"
+                       for k, b in enumerate(outs))
+    args = _call_args(p)
+    cases = "\n".join(f"    case {k}: {fname}_v{k}({args}); break;" for k in range(len(variants)))
     return f"""{_PRELUDE}
-{kernel_c(state, name=fname, attributes="LC_NOINLINE")}
+{kernels}
 static uint32_t lc_seed;
 {globals_}
+{refs}
 
 static void lc_init(void) {{
 {fill}
@@ -126,28 +188,53 @@ static void lc_dump(const char *lc_prefix, const char *lc_ext) {{
   fclose(lc_f);
 }}
 
+static void lc_run(int lc_v) {{
+  switch (lc_v) {{
+{cases}
+    default: fprintf(stderr, "loopcost harness: no variant %d\\n", lc_v); exit(2);
+  }}
+}}
+
 int main(int lc_argc, char **lc_argv) {{
-  if (lc_argc < 4) {{ fprintf(stderr, "usage: %s WARMUP RUNS SEED [DUMP_PREFIX]\\n", lc_argv[0]); return 2; }}
-  int lc_warmup = atoi(lc_argv[1]), lc_runs = atoi(lc_argv[2]);
-  lc_seed = (uint32_t)strtoul(lc_argv[3], NULL, 10);
-  const char *lc_dump_to = lc_argc > 4 ? lc_argv[4] : NULL;
+  lc_seed = (uint32_t)lc_arg(lc_argc, lc_argv, "seed", 0);
+  long lc_warmup = lc_arg(lc_argc, lc_argv, "warmup", 1);
+  long lc_min_runs = lc_arg(lc_argc, lc_argv, "min_runs", 5);
+  long lc_max_runs = lc_arg(lc_argc, lc_argv, "max_runs", lc_min_runs);
+  double lc_min_time = 1e-6 * (double)lc_arg(lc_argc, lc_argv, "min_time_us", 0);
+  const char *lc_dump_to = lc_sarg(lc_argc, lc_argv, "dump");
+  const char *lc_list = lc_sarg(lc_argc, lc_argv, "variants");
+  if (!lc_list) lc_list = "0";
 {alloc}
   lc_init();
   if (lc_dump_to) lc_dump(lc_dump_to, "in");
-  {call}
+  lc_run(0);
   if (lc_dump_to) lc_dump(lc_dump_to, "out");
-  printf("{{\\"checksums\\": {{");
-{checks}
-  printf("}}, \\"times_s\\": [");
-  for (int lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_init(); {call} }}
-  for (int lc_r = 0; lc_r < lc_runs; lc_r++) {{
+{keep}
+  for (const char *lc_c = lc_list; *lc_c; ) {{
+    int lc_v = (int)strtol(lc_c, (char **)&lc_c, 10);
+    if (*lc_c == ',') lc_c++;
     lc_init();
-    double lc_t0 = lc_now();
-    {call}
-    double lc_t1 = lc_now();
-    printf("%s%.9g", lc_r ? ", " : "", lc_t1 - lc_t0);
+    lc_run(lc_v);
+    printf("{{\\"variant\\": %d, \\"errors\\": {{", lc_v);
+{errors}
+    printf("}}, \\"checksums\\": {{");
+{checks}
+    printf("}}, \\"times_s\\": [");
+    for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_init(); lc_run(lc_v); }}
+    long lc_n = 0;
+    double lc_total = 0.0;
+    while (lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)) {{
+      lc_init();
+      double lc_t0 = lc_now();
+      lc_run(lc_v);
+      double lc_t = lc_now() - lc_t0;
+      lc_total += lc_t;
+      printf("%s%.9g", lc_n ? ", " : "", lc_t);
+      lc_n++;
+    }}
+    printf("]}}\\n");
+    fflush(stdout);
   }}
-  printf("]}}\\n");
   return 0;
 }}
 """

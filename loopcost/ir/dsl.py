@@ -104,6 +104,11 @@ class ProgramBuilder:
         self._stack[-1][3].append(comp)
         return comp.name
 
+    @property
+    def n_computations(self) -> int:
+        """How many computations have been added so far."""
+        return self._n_comps
+
     def build(self) -> Program:
         if len(self._stack) != 1:
             raise ProgramError("build() called inside a loop")

@@ -7,6 +7,7 @@ import fcntl
 import json
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..codegen.compiler import cache_root
@@ -26,31 +27,70 @@ def machine_lock():
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def run_binary(exe: Path, *, runs: int = 5, warmup: int = 1, seed: int = 0,
-               dump_prefix: str | None = None, timeout: float = 120.0) -> RunResult:
-    """Run ``exe`` (a loopcost harness) and parse its report.
+@dataclass(frozen=True)
+class Timing:
+    """How many runs: ``warmup`` untimed, then at least ``min_runs`` and ``min_time`` seconds,
+    at most ``max_runs`` (None: exactly ``min_runs``)."""
 
-    A crash, a timeout or unreadable output comes back as ``RunResult.error``.
+    min_runs: int = 5
+    warmup: int = 1
+    max_runs: int | None = None
+    min_time: float = 0.0
+
+    def args(self) -> list[str]:
+        return [f"warmup={self.warmup}", f"min_runs={self.min_runs}",
+                f"max_runs={self.max_runs or self.min_runs}", f"min_time_us={int(self.min_time * 1e6)}"]
+
+
+def _why(returncode: int, stderr: str) -> str:
+    if returncode < 0:
+        return f"crash: killed by signal {signal.Signals(-returncode).name}: {stderr.strip()[-2000:]}"
+    return f"crash: exit status {returncode}: {stderr.strip()[-2000:]}"
+
+
+def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), seed: int = 0,
+                 dump_prefix: str | None = None, timeout: float = 120.0) -> list[RunResult]:
+    """Run ``variants`` of a harness in one process; one RunResult per variant, in order.
+
+    A variant that crashes or times out gets an error; the variants after it
+    run again in a fresh process, so one bad schedule costs only itself.
     """
-    cmd = [str(exe), str(warmup), str(runs), str(seed)] + ([dump_prefix] if dump_prefix else [])
+    if not variants:
+        return []
+    cmd = [str(exe), f"seed={seed}", *timing.args(), f"variants={','.join(map(str, variants))}"]
+    if dump_prefix:
+        cmd.append(f"dump={dump_prefix}")
     with machine_lock():
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return RunResult(error=f"timeout: no result after {timeout:g} s")
+            out, failure = res.stdout, (None if res.returncode == 0 else _why(res.returncode, res.stderr))
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or ""
+            failure = f"timeout: no result after {timeout:g} s"
         except OSError as e:
-            return RunResult(error=f"could not start {exe}: {e}")
-    if res.returncode != 0:
-        if res.returncode < 0:
-            why = f"killed by signal {signal.Signals(-res.returncode).name}"
-        else:
-            why = f"exit status {res.returncode}"
-        return RunResult(error=f"crash: {why}: {res.stderr.strip()[-2000:]}")
-    try:
-        report = json.loads(res.stdout)
-        times = tuple(float(t) for t in report["times_s"])
-        checksum = report["checksums"]
-    except (ValueError, KeyError, TypeError) as e:
-        return RunResult(error=f"unreadable harness output ({e}): {res.stdout[:500]!r}")
-    return RunResult(times, checksum)
+            return [RunResult(error=f"could not start {exe}: {e}") for _ in variants]
+    results: list[RunResult] = []
+    for line in out.splitlines():
+        if not line.endswith("}"):
+            break  # a line cut short by a crash
+        try:
+            rep = json.loads(line)
+            errors = {name: (e, int(i)) for name, (e, i) in rep["errors"].items()}
+            results.append(RunResult(tuple(float(t) for t in rep["times_s"]), rep["checksums"], None, errors))
+        except (ValueError, KeyError, TypeError) as e:
+            return results + [RunResult(error=f"unreadable harness output ({e}): {out[:300]!r}")
+                              for _ in variants[len(results):]]
+    if len(results) == len(variants):
+        return results
+    if failure is None:
+        failure = f"unreadable harness output: {out[:300]!r}"
+    rest = variants[len(results) + 1:]
+    return results + [RunResult(error=failure)] + run_variants(
+        exe, rest, timing=timing, seed=seed, dump_prefix=None, timeout=timeout)
 
+
+def run_binary(exe: Path, *, runs: int = 5, warmup: int = 1, seed: int = 0, dump_prefix: str | None = None,
+               timeout: float = 120.0) -> RunResult:
+    """Run variant 0 of a harness ``runs`` times; see ``run_variants``."""
+    return run_variants(exe, [0], timing=Timing(runs, warmup), seed=seed, dump_prefix=dump_prefix,
+                        timeout=timeout)[0]

@@ -8,11 +8,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RunResult:
-    """Run times in seconds, output checksums, and an error message (None if it ran)."""
+    """One variant's run: times in seconds, output checksums, the relative error of each
+    output against the reference variant with the flat index of its worst element
+    (error None: not finite), and an error message (None if it ran)."""
 
     times: tuple[float, ...] = ()
     checksum: dict | None = None
     error: str | None = None
+    rel_errors: dict[str, tuple[float | None, int]] | None = None
 
     @property
     def ok(self) -> bool:

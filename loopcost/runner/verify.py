@@ -1,4 +1,4 @@
-"""Compare a scheduled program's outputs with the unscheduled program's."""
+"""Verdicts on a scheduled program's outputs, and reading harness dumps."""
 
 from __future__ import annotations
 
@@ -8,10 +8,35 @@ from pathlib import Path
 import numpy as np
 
 from ..ir.program import Program
+from .result import RunResult
 
 NP_DTYPES = {"float64": np.float64, "float32": np.float32, "int32": np.int32}
-#: relative tolerance for floating-point reassociation, per dtype.
+#: relative tolerance for floating-point reassociation, per dtype: an output element passes when
+#: ``|x - ref| <= RTOL * (scale + |ref|)``, scale being the largest reference magnitude.
 RTOL = {"float64": 1e-8, "float32": 1e-3, "int32": 0.0}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    detail: str = ""
+
+
+def verdict(p: Program, result: RunResult) -> Verdict:
+    """Whether every output of ``result`` matched the reference variant within ``RTOL``."""
+    if not result.ok:
+        return Verdict(False, result.error or "")
+    errs = result.rel_errors or {}
+    for b in p.outputs():
+        if b.name not in errs:
+            return Verdict(False, f"output {b.name} was not compared")
+        e, flat = errs[b.name]
+        if e is None or e > RTOL[b.dtype]:
+            shown = "not finite" if e is None else f"{e:.3g}"
+            where = [int(i) for i in np.unravel_index(flat, b.shape)]
+            return Verdict(False, f"{b.name}{where} differs from the unscheduled program: relative error "
+                                  f"{shown} > {RTOL[b.dtype]:g}")
+    return Verdict(True)
 
 
 def read_dump(p: Program, path: str | Path) -> dict[str, np.ndarray]:
@@ -26,43 +51,3 @@ def read_dump(p: Program, path: str | Path) -> dict[str, np.ndarray]:
     if pos != len(raw):
         raise ValueError(f"dump {path} has {len(raw)} bytes, program needs {pos}")
     return out
-
-
-@dataclass(frozen=True)
-class Verdict:
-    ok: bool
-    detail: str = ""
-
-
-def compare_arrays(p: Program, got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> Verdict:
-    """Element-wise comparison of every output buffer, with a dtype tolerance.
-
-    The absolute tolerance scales with the largest reference magnitude, so
-    cancellation in a long sum does not fail an otherwise exact schedule.
-    """
-    for b in p.outputs():
-        g, w = got[b.name].astype(np.float64), want[b.name].astype(np.float64)
-        rtol = RTOL[b.dtype]
-        finite = np.isfinite(w)
-        scale = float(np.max(np.abs(w[finite]))) if finite.any() else 0.0
-        close = np.isclose(g, w, rtol=rtol, atol=rtol * scale, equal_nan=True)
-        if not close.all():
-            idx = tuple(int(i) for i in np.argwhere(~close)[0])
-            return Verdict(False, f"{b.name}{list(idx)} = {g[idx]!r}, expected {w[idx]!r} "
-                                  f"({int((~close).sum())} of {close.size} elements differ)")
-    return Verdict(True)
-
-
-def compare_checksums(p: Program, got: dict, want: dict) -> Verdict:
-    """Compare harness checksums (sum and absolute sum per output) with the dtype tolerance."""
-    for b in p.outputs():
-        g, w = got.get(b.name), want.get(b.name)
-        if g is None or w is None:
-            if g != w:
-                return Verdict(False, f"{b.name}: non-finite output in one run only")
-            continue
-        tol = max(RTOL[b.dtype], 1e-12) * max(abs(w["abs"]), 1e-30)
-        for key in ("sum", "abs"):
-            if abs(g[key] - w[key]) > tol:
-                return Verdict(False, f"{b.name}: checksum {key} {g[key]!r}, expected {w[key]!r}")
-    return Verdict(True)

@@ -1,0 +1,1 @@
+"""Random programs and random legal schedules, for building datasets."""

@@ -1,0 +1,280 @@
+"""Random loop-nest programs that look like real ones.
+
+A program is a chain of 1 to 6 computations, each drawn from a family:
+assignments, element-wise maps (with transposed and shifted reads), stencils
+in 1-3 dimensions with radius 1-2, matmul-like and along-a-dimension
+reductions, direct convolutions, and triangular nests. A computation reads the
+previous one's output when their shapes agree (producer-consumer), and
+consecutive maps over the same space may share outer loops. Extents come from
+small, medium and large pools, scaled so that the estimated work lands in a
+target range (about 1 to 200 ms unscheduled). The same seed gives the same
+programs.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from ..ir.dsl import BufferRef, ProgramBuilder
+from ..ir.expr import Expr, call
+from ..ir.program import Program
+
+POOLS = {"small": (16, 24, 32, 48, 64), "medium": (96, 128, 192, 256, 384),
+         "large": (512, 768, 1024, 1536, 2048)}
+FAMILIES = ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular")
+ITERS = "ijklm"
+
+
+@dataclass(frozen=True)
+class GeneratorOptions:
+    """Work is estimated as points x operations; programs outside the range are redrawn."""
+
+    min_work: float = 2e6
+    max_work: float = 1.5e8
+    max_bytes: int = 96 * 2**20
+    max_comps: int = 6
+    families: tuple[str, ...] = FAMILIES
+    dtypes: tuple[str, ...] = ("float64", "float32")
+
+
+@dataclass
+class _Plan:
+    """What the builder accumulates while a program is drawn."""
+
+    rng: random.Random
+    p: ProgramBuilder
+    dtype: str
+    work: float = 0.0
+    bytes: int = 0
+    n_buf: int = 0
+    last: tuple[BufferRef, tuple[int, ...]] | None = None
+    outputs: list[BufferRef] = field(default_factory=list)
+
+    def buffer(self, shape: tuple[int, ...], role: str) -> BufferRef:
+        name = ("in" if role == "input" else "buf") + str(self.n_buf)
+        self.n_buf += 1
+        self.bytes += math.prod(shape) * (4 if self.dtype == "float32" else 8)
+        return self.p.buffer(name, shape, self.dtype, role)
+
+    def source(self, shape: tuple[int, ...]) -> BufferRef:
+        """The previous computation's output if its shape fits (producer-consumer), else a new input."""
+        if self.last is not None and self.last[1] == shape and self.rng.random() < 0.75:
+            return self.last[0]
+        return self.buffer(shape, "input")
+
+    def result(self, shape: tuple[int, ...]) -> BufferRef:
+        out = self.buffer(shape, "output")
+        self.last = (out, shape)
+        self.outputs.append(out)
+        return out
+
+
+def _extents(rng: random.Random, rank: int, budget: float) -> tuple[int, ...]:
+    """``rank`` extents from the pools whose product is near ``budget``."""
+    pool = rng.choice(list(POOLS))
+    ext = [rng.choice(POOLS[pool]) for _ in range(rank)]
+    all_sizes = sorted({s for sizes in POOLS.values() for s in sizes})
+    for _ in range(40):  # move single extents along the pool ladder toward the budget
+        prod = math.prod(ext)
+        if budget / 2 <= prod <= budget * 2:
+            break
+        k = rng.randrange(rank)
+        idx = all_sizes.index(ext[k]) if ext[k] in all_sizes else 0
+        idx = min(idx + 1, len(all_sizes) - 1) if prod < budget else max(idx - 1, 0)
+        ext[k] = all_sizes[idx]
+    return tuple(ext)
+
+
+def _coef(rng: random.Random) -> float:
+    return round(rng.uniform(0.1, 0.9), 2)
+
+
+def _combine(rng: random.Random, terms: list[Expr]) -> Expr:
+    """A random arithmetic combination that keeps values bounded."""
+    out = terms[0] * _coef(rng)
+    for t in terms[1:]:
+        op = rng.choice("+-*m")
+        if op == "+":
+            out = out + t * _coef(rng)
+        elif op == "-":
+            out = out - t * _coef(rng)
+        elif op == "*":
+            out = out * t
+        else:
+            out = call(rng.choice(["max", "min"]), out, t)
+    if rng.random() < 0.15:
+        out = call(rng.choice(["sqrt", "abs"]), call("abs", out) if rng.random() < 0.5 else out * out)
+    return out
+
+
+def _map(pl: _Plan, budget: float, rank: int, assign_only: bool = False) -> None:
+    rng = pl.rng
+    ext = _extents(rng, rank, budget)
+    out = pl.result(ext)
+    shared = pl.rng.random() < 0.3 and rank > 1
+    with _nest(pl.p, ITERS[:rank], ext) as loops:
+        if assign_only:
+            src = pl.source(ext)
+            out[tuple(loops)] = src[tuple(loops)] * _coef(rng) + _coef(rng)
+            pl.work += math.prod(ext) * 2
+            return
+        terms = []
+        for _ in range(rng.randint(1, 3)):
+            perm = list(range(rank))
+            if rank > 1 and rng.random() < 0.3:  # transposed read
+                rng.shuffle(perm)
+            shift = [rng.choice([0, 0, 1]) for _ in range(rank)]  # shifted read
+            shape = tuple(ext[perm[d]] + shift[d] for d in range(rank))
+            src = pl.source(shape)
+            terms.append(src[tuple(loops[perm[d]] + shift[d] for d in range(rank))])
+        out[tuple(loops)] = _combine(rng, terms)
+        pl.work += math.prod(ext) * (2 * len(terms) + 1)
+        if shared:  # a second computation in the same nest, reading the first
+            out2 = pl.result(ext)
+            out2[tuple(loops)] = out[tuple(loops)] * _coef(rng) + terms[0] * _coef(rng)
+            pl.work += math.prod(ext) * 3
+
+
+class _nest:
+    """``with _nest(p, names, extents) as iterators``: a perfect nest of rectangular loops."""
+
+    def __init__(self, p: ProgramBuilder, names: str, ext: tuple[int, ...], lower: tuple[int, ...] = ()):
+        self.p, self.names, self.ext = p, names, ext
+        self.lower = lower or (0,) * len(ext)
+        self.ctx: list = []
+
+    def __enter__(self):
+        its = []
+        for name, lo, n in zip(self.names, self.lower, self.ext, strict=True):
+            cm = self.p.loop(name, lo, n)
+            its.append(cm.__enter__())
+            self.ctx.append(cm)
+        return its
+
+    def __exit__(self, *exc):
+        for cm in reversed(self.ctx):
+            cm.__exit__(*exc)
+        return False
+
+
+def _stencil(pl: _Plan, budget: float, rank: int) -> None:
+    rng = pl.rng
+    r = rng.choice([1, 1, 2])
+    ext = _extents(rng, rank, budget)
+    ext = tuple(max(e, 2 * r + 2) for e in ext)
+    src = pl.source(ext)
+    out = pl.result(ext)
+    offsets = [tuple(0 for _ in range(rank))]
+    for d in range(rank):
+        for o in range(1, r + 1):
+            for sgn in (-1, 1):
+                off = [0] * rank
+                off[d] = sgn * o
+                offsets.append(tuple(off))
+    with _nest(pl.p, ITERS[:rank], tuple(e - r for e in ext), (r,) * rank) as its:
+        acc = None
+        for off in offsets:
+            term = src[tuple(it + o for it, o in zip(its, off, strict=True))]
+            acc = term if acc is None else acc + term
+        out[tuple(its)] = acc * round(1.0 / len(offsets), 4)
+    pl.work += math.prod(ext) * 2 * len(offsets)
+
+
+def _matmul(pl: _Plan, budget: float) -> None:
+    rng = pl.rng
+    ni, nj, nk = _extents(rng, 3, budget)
+    a = pl.source((ni, nk))
+    b = pl.buffer((nk, nj), "input") if rng.random() < 0.5 else pl.buffer((nj, nk), "input")
+    transposed = b.buffer.shape == (nj, nk) and nj != nk
+    out = pl.result((ni, nj))
+    with pl.p.loop("i", 0, ni) as i:
+        with pl.p.loop("j", 0, nj) as j:
+            out[i, j] = 0.0
+            with pl.p.loop("k", 0, nk) as k:
+                out[i, j] += a[i, k] * (b[j, k] if transposed else b[k, j])
+    pl.work += ni * nj * nk * 3
+
+
+def _sum(pl: _Plan, budget: float, rank: int) -> None:
+    rng = pl.rng
+    ext = _extents(rng, rank, budget)
+    src = pl.source(ext)
+    axis = rng.randrange(rank)
+    keep = tuple(e for d, e in enumerate(ext) if d != axis)
+    out = pl.result(keep)
+    keep_names = ITERS[:rank - 1]
+    with _nest(pl.p, keep_names, keep) as its:
+        out[tuple(its)] = 0.0
+        with pl.p.loop("r", 0, ext[axis]) as r:
+            idx = list(its)
+            idx.insert(axis, r)
+            out[tuple(its)] += src[tuple(idx)]
+    pl.work += math.prod(ext) * 2
+
+
+def _conv(pl: _Plan, budget: float) -> None:
+    rng = pl.rng
+    k = rng.choice([3, 5])
+    nf = rng.choice([4, 8, 16])
+    h, w = _extents(rng, 2, budget / (nf * k * k))
+    h, w = max(h, k + 1), max(w, k + 1)
+    src = pl.source((h, w))
+    wt = pl.buffer((nf, k, k), "input")
+    out = pl.result((nf, h - k + 1, w - k + 1))
+    with _nest(pl.p, "fyx", (nf, h - k + 1, w - k + 1)) as (f, y, x):
+        out[f, y, x] = 0.0
+        with _nest(pl.p, ("u", "v"), (k, k)) as (u, v):
+            out[f, y, x] += wt[f, u, v] * src[y + u, x + v]
+    pl.work += nf * h * w * k * k * 3
+
+
+def _triangular(pl: _Plan, budget: float) -> None:
+    rng = pl.rng
+    (n,) = _extents(rng, 1, math.sqrt(2 * budget))
+    src = pl.source((n, n))
+    out = pl.result((n, n))
+    with pl.p.loop("i", 0, n) as i:
+        with pl.p.loop("j", 0, i + 1) as j:
+            if rng.random() < 0.5:
+                out[i, j] = src[i, j] * _coef(rng) + src[j, i] * _coef(rng)
+            else:
+                out[i, j] = call("max", src[i, j], src[j, i] * _coef(rng))
+    pl.work += n * n * 2
+
+
+def random_program(rng: random.Random, name: str, opts: GeneratorOptions = GeneratorOptions()) -> Program:
+    """One random program; redraws until its work and memory fit ``opts``."""
+    for _ in range(100):
+        pl = _Plan(rng, ProgramBuilder(name), rng.choice(opts.dtypes))
+        n_comps = rng.randint(1, opts.max_comps)
+        target = math.exp(rng.uniform(math.log(opts.min_work), math.log(opts.max_work)))
+        per_comp = target / n_comps
+        while pl.p.n_computations < n_comps:
+            fam = rng.choice(opts.families)
+            if fam == "assign":
+                _map(pl, per_comp / 2, rng.randint(1, 3), assign_only=True)
+            elif fam == "map":
+                _map(pl, per_comp / 5, rng.randint(1, 4))
+            elif fam == "stencil":
+                rank = rng.randint(1, 3)
+                _stencil(pl, per_comp / (2 * (1 + 2 * rank)), rank)
+            elif fam == "matmul":
+                _matmul(pl, per_comp / 3)
+            elif fam == "sum":
+                _sum(pl, per_comp / 2, rng.randint(2, 3))
+            elif fam == "conv":
+                _conv(pl, per_comp / 3)
+            else:
+                _triangular(pl, per_comp / 2)
+        if (opts.min_work <= pl.work <= opts.max_work and pl.bytes <= opts.max_bytes
+                and pl.p.n_computations <= opts.max_comps):
+            return pl.p.build()
+    raise RuntimeError("could not draw a program within the work and memory limits; widen GeneratorOptions")
+
+
+def generate_programs(n: int, seed: int, opts: GeneratorOptions = GeneratorOptions(),
+                      start: int = 0) -> list[Program]:
+    """Programs ``start .. start+n-1`` of the stream of ``seed``; each depends only on (seed, index)."""
+    return [random_program(random.Random(f"{seed}:{k}"), f"r{seed}_{k}", opts) for k in range(start, start + n)]
