@@ -74,6 +74,7 @@ def test_fusion_and_distribution():
     ("I(i,i)", "two different loops"),
     ("U(k,1)", "at least 2"),
     ("V(i,8)", "only an innermost loop"),
+    ("F(S0,S1,1) V(j,8) I(j,j_v)", "must stay innermost"),
     ("T2(i,k,8,8)", "not consecutive"),
     ("S(j,i,1)", "outside"),
     ("P(i) P(i)", "already parallel"),

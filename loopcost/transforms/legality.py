@@ -90,9 +90,11 @@ def carried(state: ProgramState, loop: str) -> list[Dependence]:
     u = [f"u{k}" for k in range(n)]
     cond = " and ".join([f"{t[k]} = {u[k]}" for k in range(d)] + [f"{t[d]} != {u[d]}"])
     same_outer = isl.UnionMap.from_map(isl.Map(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}"))
-    # every computation counts, not only those named inside the loop: one with a dummy level
-    # there (value 0) that shares the loop's outer time runs inside the generated loop too.
-    sched = state.schedule_map()
+    # the computations that run inside the generated loop: those whose betas up to its level equal
+    # those of the computations named inside it (a computation with a dummy level there counts)
+    keys = {cs.betas[:level + 1] for cs in state.comps_with(loop)}
+    inside = frozenset(cs.comp for cs in state.comps if cs.betas[:level + 1] in keys)
+    sched = state.schedule_map().intersect_domain(domains(state.program, inside))
     out = []
     for dep in program_dependences(state.program):
         if dep.relation.apply_domain(sched).apply_range(sched).intersect(same_outer).is_empty():
@@ -141,9 +143,16 @@ def permutable(state: ProgramState, loops: tuple[str, ...]) -> bool:
 
 
 def check(state: ProgramState) -> ProgramState:
-    """Check dependence order and every parallel and vector tag; return the state."""
+    """Check dependence order, every parallel and vector tag, and that vector loops are
+    innermost; return the state."""
     check_order(state)
     for tag in state.tags:
+        if tag.kind == "vector":
+            for cs in state.comps_with(tag.loop):
+                inner = [n for n in cs.loops[cs.level_of(tag.loop) + 1:] if n is not None]
+                if inner:
+                    raise ScheduleError(f"vector loop {tag.loop!r} must stay innermost, but encloses {inner} "
+                                        f"in {cs.comp}")
         if tag.kind in ("parallel", "vector"):
             check_parallel(state, tag.loop, tag.kind)
     return state
