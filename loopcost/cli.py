@@ -98,6 +98,64 @@ def cmd_kernels(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(a: argparse.Namespace) -> int:
+    from .generator.programs import generate_programs
+
+    programs = generate_programs(a.programs, a.seed)
+    if a.out:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for p in programs:
+            (out / f"{p.name}.json").write_text(json.dumps(p.to_json(), indent=1))
+    for p in programs:
+        comps = p.computations()
+        depth = max(len(lp) for _, lp in p.walk_computations())
+        print(f"{p.name}: {len(comps)} computations, depth {depth}, "
+              f"{', '.join(f'{b.name}{list(b.shape)}' for b in p.buffers)}")
+    if a.out:
+        print(f"wrote {len(programs)} programs to {a.out}/")
+    return 0
+
+
+def cmd_dataset_build(a: argparse.Namespace) -> int:
+    from .dataset.build import build
+    from .dataset.tasks import BuildConfig
+    from .generator.programs import GeneratorOptions
+
+    if a.programs < 1 or a.schedules < 1 or a.workers < 1:
+        raise LoopcostError("--programs, --schedules and --workers must be at least 1")
+    if not 0 < a.min_work < a.max_work:
+        raise LoopcostError("--min-work must be positive and below --max-work")
+    gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work)
+    cfg = BuildConfig(seed=a.seed, schedules=a.schedules, toolchain=Toolchain.from_string(a.cc, a.cflags),
+                      generator=gen)
+    cluster = None if a.cluster in (None, "none") else a.cluster
+    stats = build(a.db, programs=a.programs, cfg=cfg, workers=a.workers, cluster=cluster,
+                  allow_mixed=a.allow_mixed_machines, progress=not a.no_progress)
+    if a.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        secs = ", ".join(f"{k} {v:.0f} s" for k, v in stats["seconds"].items())
+        print(f"measured {stats['programs']} programs, {stats['schedules']} verified schedules "
+              f"({stats['failures']} failed, {stats['noise']} re-measured for noise) in {stats['wall_s']:.0f} s: "
+              f"{stats['schedules_per_hour']:,.0f} schedules/hour (worker time: {secs})")
+        for e in stats["errors"][:10]:
+            print(f"  {e}")
+    return 0
+
+
+def cmd_dataset_stats(a: argparse.Namespace) -> int:
+    from .dataset.shipped import shipped_db
+    from .dataset.stats import dataset_stats, format_stats
+
+    db = a.db or str(shipped_db())
+    if not Path(db).exists():
+        raise LoopcostError(f"no database at {db}")
+    s = dataset_stats(db)
+    print(json.dumps(s, indent=2) if a.json else format_stats(s))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -130,6 +188,37 @@ def parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("kernels", help="list the library kernels")
     k.set_defaults(func=cmd_kernels)
+
+    g = sub.add_parser("generate", help="draw random programs (the dataset's generator)")
+    g.add_argument("--programs", type=int, default=10)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", default=None, help="write each program as JSON into this folder")
+    g.set_defaults(func=cmd_generate)
+
+    d = sub.add_parser("dataset", help="build and inspect measured datasets")
+    dsub = d.add_subparsers(dest="dataset_command", required=True)
+    b = dsub.add_parser("build", help="measure random programs and schedules into a database (resumable)")
+    b.add_argument("--db", required=True, help="SQLite database to create or resume")
+    b.add_argument("--programs", type=int, required=True, help="programs 0..N-1 of the seed's stream")
+    b.add_argument("--schedules", type=int, default=20, help="random schedules per program (plus the empty one)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--workers", type=int, default=2, help="compile/measure worker processes (default 2)")
+    b.add_argument("--cluster", default=None,
+                   help="'local' for a Dask LocalCluster, or tcp://HOST:PORT of a running Dask scheduler")
+    b.add_argument("--allow-mixed-machines", action="store_true",
+                   help="let one database hold measurements of different machines")
+    b.add_argument("--min-work", type=float, default=2e6,
+                   help="smallest estimated work (points x operations) of a program (default 2e6)")
+    b.add_argument("--max-work", type=float, default=1.5e8, help="largest estimated work (default 1.5e8)")
+    b.add_argument("--cc", default=None)
+    b.add_argument("--cflags", default=None)
+    b.add_argument("--no-progress", action="store_true")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_dataset_build)
+    st = dsub.add_parser("stats", help="counts, speedups, transformation shares, noise and machine")
+    st.add_argument("--db", default=None, help="database (default: the shipped dataset)")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_dataset_stats)
     return ap
 
 

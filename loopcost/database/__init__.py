@@ -1,0 +1,1 @@
+"""The measurement store: every run time of every (program, schedule, machine) record."""

@@ -1,0 +1,201 @@
+"""The SQLite measurement store.
+
+One transaction per program batch (the program, its schedules and their
+measurements), so a build killed at any moment leaves only whole batches
+behind and resumes where it stopped. Every raw run time is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import LoopcostError
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS machines (
+    id INTEGER PRIMARY KEY, fingerprint TEXT UNIQUE NOT NULL, info TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS programs (
+    hash TEXT PRIMARY KEY, name TEXT NOT NULL, seed INTEGER, idx INTEGER,
+    split TEXT NOT NULL, json TEXT NOT NULL, baseline_times TEXT, machine INTEGER REFERENCES machines(id),
+    created REAL NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS programs_seed_idx ON programs(seed, idx);
+CREATE TABLE IF NOT EXISTS schedules (
+    id INTEGER PRIMARY KEY, program TEXT NOT NULL REFERENCES programs(hash),
+    text TEXT NOT NULL, json TEXT NOT NULL, hash TEXT UNIQUE NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),
+    machine INTEGER NOT NULL REFERENCES machines(id), kind TEXT NOT NULL,
+    verified INTEGER NOT NULL, error TEXT, times TEXT NOT NULL, baseline_times TEXT NOT NULL,
+    median REAL, baseline_median REAL, speedup REAL, created REAL NOT NULL,
+    UNIQUE (schedule, machine, kind));
+"""
+
+
+def schedule_hash(program_hash: str, schedule_text: str) -> str:
+    return hashlib.sha256(f"{program_hash}\0{schedule_text}".encode()).hexdigest()
+
+
+def split_of(program_hash: str) -> str:
+    """Programs, never schedules, are held out: 10% test, 10% validation, by hash."""
+    r = int(program_hash[:8], 16) % 10
+    return "test" if r == 0 else "val" if r == 1 else "train"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured schedule, as stored."""
+
+    schedule_text: str
+    schedule_json: list
+    verified: bool
+    error: str | None
+    times: tuple[float, ...]
+    baseline_times: tuple[float, ...]
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.times) if self.times else None
+
+    @property
+    def baseline_median(self) -> float | None:
+        return statistics.median(self.baseline_times) if self.baseline_times else None
+
+    @property
+    def speedup(self) -> float | None:
+        m, b = self.median, self.baseline_median
+        return b / m if self.verified and m and b else None
+
+
+class Store:
+    """A measurement database file; safe to kill at any moment (SQLite WAL, one transaction per batch)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=60)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise LoopcostError(f"{self.path} is not a loopcost database ({e})") from None
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        if self.meta("schema") != SCHEMA_VERSION:
+            raise LoopcostError(f"{self.path} has schema {self.meta('schema')}, this loopcost reads {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- meta -------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def machine_id(self, fingerprint: str, info: dict) -> int:
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO machines (fingerprint, info) VALUES (?, ?)",
+                            (fingerprint, json.dumps(info, sort_keys=True)))
+        return self.db.execute("SELECT id FROM machines WHERE fingerprint = ?", (fingerprint,)).fetchone()[0]
+
+    def machines(self) -> list[dict]:
+        return [json.loads(r[0]) | {"fingerprint": r[1]}
+                for r in self.db.execute("SELECT info, fingerprint FROM machines ORDER BY id")]
+
+    # ---- writing ------------------------------------------------------------
+    def done_indices(self, seed: int) -> set[int]:
+        return {r[0] for r in self.db.execute("SELECT idx FROM programs WHERE seed = ?", (seed,))}
+
+    def add_batch(self, *, program_json: dict, program_hash: str, seed: int, idx: int, machine: int,
+                  baseline_times: tuple[float, ...], rows: list[Row], now: float) -> None:
+        """Store one program with all its measured schedules, atomically."""
+        with self.db:
+            self.db.execute(
+                "INSERT INTO programs (hash, name, seed, idx, split, json, baseline_times, machine, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (program_hash, program_json["name"], seed, idx, split_of(program_hash),
+                 json.dumps(program_json, separators=(",", ":")), json.dumps(list(baseline_times)), machine, now))
+            for r in rows:
+                cur = self.db.execute(
+                    "INSERT INTO schedules (program, text, json, hash) VALUES (?, ?, ?, ?)",
+                    (program_hash, r.schedule_text, json.dumps(r.schedule_json, separators=(",", ":")),
+                     schedule_hash(program_hash, r.schedule_text)))
+                self._insert_measurement(cur.lastrowid, machine, "label", r, now)
+
+    def _insert_measurement(self, schedule_id: int, machine: int, kind: str, r: Row, now: float) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO measurements (schedule, machine, kind, verified, error, times, baseline_times, "
+            "median, baseline_median, speedup, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (schedule_id, machine, kind, int(r.verified), r.error, json.dumps(list(r.times)),
+             json.dumps(list(r.baseline_times)), r.median, r.baseline_median, r.speedup, now))
+
+    def add_noise(self, program_hash: str, machine: int, rows: list[Row], now: float) -> None:
+        """Store second measurements of already measured schedules."""
+        with self.db:
+            for r in rows:
+                sid = self.db.execute("SELECT id FROM schedules WHERE hash = ?",
+                                      (schedule_hash(program_hash, r.schedule_text),)).fetchone()
+                if sid:
+                    self._insert_measurement(sid[0], machine, "noise", r, now)
+
+    # ---- reading ------------------------------------------------------------
+    def pending_noise(self, fraction: float) -> dict[str, list[str]]:
+        """Schedules chosen for re-measurement (by hash, ``fraction`` of them) that have none yet."""
+        cut = int(fraction * 2**32)
+        out: dict[str, list[str]] = {}
+        q = ("SELECT s.program, s.text, s.hash FROM schedules s JOIN measurements m ON m.schedule = s.id "
+             "AND m.kind = 'label' AND m.verified = 1 WHERE NOT EXISTS (SELECT 1 FROM measurements n "
+             "WHERE n.schedule = s.id AND n.kind = 'noise')")
+        for prog, text, h in self.db.execute(q):
+            if int(h[:8], 16) < cut:
+                out.setdefault(prog, []).append(text)
+        return out
+
+    def program_json(self, program_hash: str) -> dict:
+        row = self.db.execute("SELECT json FROM programs WHERE hash = ?", (program_hash,)).fetchone()
+        if row is None:
+            raise LoopcostError(f"no program {program_hash} in {self.path}")
+        return json.loads(row[0])
+
+    def counts(self) -> dict:
+        q = self.db.execute
+        return {
+            "programs": q("SELECT COUNT(*) FROM programs").fetchone()[0],
+            "schedules": q("SELECT COUNT(*) FROM measurements WHERE kind = 'label' AND verified = 1").fetchone()[0],
+            "failures": q("SELECT COUNT(*) FROM measurements WHERE kind = 'label' AND verified = 0").fetchone()[0],
+            "noise_pairs": q("SELECT COUNT(*) FROM measurements WHERE kind = 'noise' AND verified = 1").fetchone()[0],
+        }
+
+    def labels(self, split: str | None = None):
+        """Yield (program hash, split, schedule text, speedup) of every verified label."""
+        q = ("SELECT p.hash, p.split, s.text, m.speedup FROM measurements m JOIN schedules s ON m.schedule = s.id "
+             "JOIN programs p ON s.program = p.hash WHERE m.kind = 'label' AND m.verified = 1")
+        args: tuple = ()
+        if split:
+            q += " AND p.split = ?"
+            args = (split,)
+        yield from self.db.execute(q + " ORDER BY p.seed, p.idx, s.id", args)
+
+    def noise_pairs(self) -> list[tuple[float, float]]:
+        """(label speedup, re-measured speedup) of every schedule measured twice."""
+        q = ("SELECT a.speedup, b.speedup FROM measurements a JOIN measurements b ON a.schedule = b.schedule "
+             "AND a.machine = b.machine WHERE a.kind = 'label' AND b.kind = 'noise' AND a.verified = 1 "
+             "AND b.verified = 1")
+        return [(a, b) for a, b in self.db.execute(q) if a and b]
+
+    def failures(self, limit: int = 20) -> list[tuple[str, str, str]]:
+        q = ("SELECT p.name, s.text, m.error FROM measurements m JOIN schedules s ON m.schedule = s.id "
+             "JOIN programs p ON s.program = p.hash WHERE m.verified = 0 LIMIT ?")
+        return list(self.db.execute(q, (limit,)))

@@ -1,0 +1,1 @@
+"""Building measured datasets: random programs, random schedules, verified timings, locally or on Dask."""

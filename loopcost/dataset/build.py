@@ -1,0 +1,130 @@
+"""``loopcost dataset build``: measure random programs and schedules into a store, resumably.
+
+Work is a stream of tasks, one program each (see ``tasks.py``), run by a local
+process pool or a Dask cluster through the same ``concurrent.futures`` interface.
+Workers compile in parallel; the machine-wide lock lets one measurement run
+at a time on each machine. Results are written, one transaction per program,
+by this process only. Killed at any moment, a build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+
+from ..database.store import Store
+from ..errors import LoopcostError
+from .progress import Progress
+from .tasks import BatchResult, BuildConfig, measure_program, remeasure
+
+#: share of measured schedules that are measured a second time, later, for the noise estimate
+NOISE_FRACTION = 0.05
+
+
+@contextmanager
+def executor(workers: int, cluster: str | None) -> Iterator[cf.Executor]:
+    """A process pool (``cluster`` None), a new Dask LocalCluster (``"local"``), or an existing cluster."""
+    if cluster is None:
+        with cf.ProcessPoolExecutor(max_workers=workers) as ex:
+            yield ex
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise LoopcostError("--cluster needs Dask: pip install 'loopcost[cluster]'") from None
+    if cluster == "local":
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as lc, Client(lc) as client:
+            yield client.get_executor()
+        return
+    try:
+        client = Client(cluster, timeout=30)
+    except OSError as e:
+        raise LoopcostError(f"cannot reach Dask scheduler {cluster}: {e}") from None
+    with client:
+        yield client.get_executor()
+
+
+def _check_machine(store: Store, r: BatchResult, allow_mixed: bool) -> int:
+    known = {m["fingerprint"] for m in store.machines()}
+    if known and r.fingerprint not in known and not allow_mixed:
+        raise LoopcostError(
+            f"{store.path} holds measurements from another machine ({sorted(known)}); this one is "
+            f"{r.fingerprint} ({r.machine['cpu']}, {r.machine['compiler']}). Use another --db, or "
+            "--allow-mixed-machines to mix them on purpose")
+    return store.machine_id(r.fingerprint, r.machine)
+
+
+def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster: str | None = None,
+          allow_mixed: bool = False, noise_fraction: float = NOISE_FRACTION, progress: bool = True) -> dict:
+    """Measure programs ``0 .. programs-1`` of ``cfg.seed``'s stream; skip those already stored."""
+    store = Store(db)
+    config = json.dumps({"schedules": cfg.schedules, "generator": asdict(cfg.generator),
+                         "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags)}, sort_keys=True)
+    old = store.meta(f"build:{cfg.seed}")
+    if old is not None and old != config:
+        raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings ({old}); "
+                            "use the same settings to resume, or another seed or --db")
+    store.set_meta(f"build:{cfg.seed}", config)
+    todo = [i for i in range(programs) if i not in store.done_indices(cfg.seed)]
+    bar = Progress(len(todo), "programs", progress)
+    stats = {"programs": 0, "schedules": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
+    t0 = time.monotonic()
+    with executor(workers, cluster) as ex:
+        pending: dict[cf.Future, str] = {}
+        queue = list(todo)
+        noise_due, flushed = 0, False
+
+        def fill() -> None:
+            while queue and len(pending) < 2 * workers:
+                pending[ex.submit(measure_program, cfg, queue.pop(0))] = "label"
+
+        def submit_noise(final: bool) -> None:
+            # re-measure at a different moment: programs stored a while ago (or all, at the end)
+            recent = set() if final else {h for h, in store.db.execute(
+                "SELECT hash FROM programs ORDER BY created DESC LIMIT ?", (2 * workers + 2,))}
+            for prog, texts in store.pending_noise(noise_fraction).items():
+                if prog not in recent and prog not in pending.values():
+                    pending[ex.submit(remeasure, cfg, store.program_json(prog), texts)] = prog
+
+        fill()
+        while pending:
+            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                kind = pending.pop(fut)
+                r: BatchResult = fut.result()
+                if kind != "label":
+                    store.add_noise(kind, _check_machine(store, r, allow_mixed), r.rows, time.time())
+                    stats["noise"] += len(r.rows)
+                    continue
+                if r.error:
+                    stats["errors"].append(f"program {r.idx}: {r.error}")
+                    bar.advance(1)
+                    continue
+                machine = _check_machine(store, r, allow_mixed)
+                store.add_batch(program_json=r.program_json, program_hash=r.program_hash, seed=cfg.seed,
+                                idx=r.idx, machine=machine, baseline_times=r.baseline_times, rows=r.rows,
+                                now=time.time())
+                ok = sum(row.verified for row in r.rows)
+                stats["programs"] += 1
+                stats["schedules"] += ok
+                stats["failures"] += len(r.rows) - ok
+                for k, v in r.seconds.items():
+                    stats["seconds"][k] = stats["seconds"].get(k, 0.0) + v
+                noise_due += 1
+                bar.advance(1, ok, f"| failures {stats['failures']}")
+            if noise_due >= 10:
+                noise_due = 0
+                submit_noise(final=False)
+            fill()
+            if not pending and not queue and not flushed:
+                flushed = True
+                submit_noise(final=True)
+    stats["wall_s"] = time.monotonic() - t0
+    stats["schedules_per_hour"] = stats["schedules"] / stats["wall_s"] * 3600 if stats["wall_s"] else 0.0
+    store.close()
+    return stats

@@ -1,0 +1,67 @@
+"""``loopcost dataset stats``: counts, speedups, transformation shares, noise, machine."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+
+from ..database.store import Store
+from ..transforms.schedule import Schedule
+
+
+def _quantiles(xs: list[float]) -> dict[str, float]:
+    if not xs:
+        return {}
+    a = np.asarray(xs)
+    return {f"p{q}": float(np.percentile(a, q)) for q in (5, 25, 50, 75, 95)} | {
+        "geomean": float(math.exp(np.mean(np.log(a)))), "share_faster": float(np.mean(a > 1.0))}
+
+
+def dataset_stats(db: str) -> dict:
+    store = Store(db)
+    counts = store.counts()
+    speedups, kinds, splits = [], Counter(), Counter()
+    n_nonempty = 0
+    for _prog, split, text, sp in store.labels():
+        splits[split] += 1
+        if sp:
+            speedups.append(sp)
+        if text:
+            n_nonempty += 1
+            kinds.update({t.kind for t in Schedule.parse(text).steps})
+    pairs = store.noise_pairs()
+    rel = [abs(b - a) / a for a, b in pairs]
+    out = {
+        **counts,
+        "splits": dict(splits),
+        "speedup": _quantiles(speedups),
+        "transformation_share": {k: v / n_nonempty for k, v in sorted(kinds.items())} if n_nonempty else {},
+        "noise_pairs": len(pairs),
+        "noise_median_rel": float(np.median(rel)) if rel else None,
+        "noise_p90_rel": float(np.percentile(rel, 90)) if rel else None,
+        "machine": store.machines(),
+        "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]} for p, s, e in store.failures(5)],
+    }
+    store.close()
+    return out
+
+
+def format_stats(s: dict) -> str:
+    lines = [f"programs     {s['programs']}", f"schedules    {s['schedules']} verified "
+             f"({s['failures']} failed)", f"splits       {s['splits']}"]
+    if s["speedup"]:
+        q = s["speedup"]
+        lines.append(f"speedup      p5 {q['p5']:.2f}  p25 {q['p25']:.2f}  median {q['p50']:.2f}  p75 {q['p75']:.2f}  "
+                     f"p95 {q['p95']:.2f}  geomean {q['geomean']:.2f}  faster {q['share_faster']:.0%}")
+    lines.append("transforms   " + ", ".join(f"{k} {v:.0%}" for k, v in s["transformation_share"].items()))
+    if s["noise_median_rel"] is not None:
+        lines.append(f"noise        {s['noise_pairs']} re-measured: median {s['noise_median_rel']:.1%}, "
+                     f"p90 {s['noise_p90_rel']:.1%} relative difference of speedup")
+    for m in s["machine"]:
+        lines.append(f"machine      {m['fingerprint']}: {m['cpu']}, {m['cores']} cores, {m['compiler']}, "
+                     f"{' '.join(m['flags'] or [])}")
+    for f in s["failure_examples"]:
+        lines.append(f"failure      {f['program']} {f['schedule']}: {f['error'][:120]}")
+    return "\n".join(lines)

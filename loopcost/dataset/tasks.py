@@ -1,0 +1,103 @@
+"""The unit of work of a dataset build: one program with its schedules, compiled and measured.
+
+Tasks are plain functions of plain data, so a process pool or a Dask worker
+can run them; they return results and never touch the store.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from ..codegen.compiler import Toolchain, compile_c
+from ..codegen.harness import harness_c
+from ..database.fingerprint import fingerprint, machine_info
+from ..database.store import Row
+from ..errors import LoopcostError
+from ..generator.programs import GeneratorOptions, random_program
+from ..generator.schedules import random_schedules
+from ..ir.program import Program
+from ..ir.state import ProgramState
+from ..runner.local import Timing, run_variants
+from ..runner.verify import verdict
+from ..transforms.schedule import Schedule
+from ..transforms.space import SpaceOptions
+
+#: the dataset's default timing: at least 3 runs and 20 ms, at most 30 runs; the verified run warms up
+DATASET_TIMING = Timing(min_runs=3, warmup=0, max_runs=30, min_time=0.02)
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    seed: int = 0
+    schedules: int = 20
+    timing: Timing = DATASET_TIMING
+    toolchain: Toolchain = field(default_factory=Toolchain)
+    generator: GeneratorOptions = GeneratorOptions()
+    space: SpaceOptions = SpaceOptions()
+    timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """A measured program: its rows (the empty schedule first), where and how long it took."""
+
+    idx: int
+    program_json: dict | None
+    program_hash: str | None
+    fingerprint: str
+    machine: dict
+    baseline_times: tuple[float, ...]
+    rows: list[Row]
+    seconds: dict[str, float]
+    error: str | None = None
+
+
+def _measure(program: Program, schedules: list[Schedule], states: list[ProgramState],
+             cfg: BuildConfig) -> tuple[tuple[float, ...], list[Row], dict[str, float]]:
+    t0 = time.perf_counter()
+    src = harness_c([ProgramState.initial(program)] + states)
+    exe = compile_c(src, cfg.toolchain)
+    t1 = time.perf_counter()
+    results = run_variants(exe, list(range(len(states) + 1)), timing=cfg.timing, seed=cfg.seed,
+                           timeout=cfg.timeout)
+    t2 = time.perf_counter()
+    base = results[0]
+    rows = []
+    for sched, res in zip(schedules, results[1:], strict=True):
+        v = verdict(program, res) if base.ok else verdict(program, base)
+        rows.append(Row(str(sched), sched.to_json(), v.ok, None if v.ok else v.detail, res.times, base.times))
+    return base.times, rows, {"compile": t1 - t0, "run": t2 - t1}
+
+
+def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
+    """Generate program ``idx`` of the seed's stream and ``cfg.schedules`` random schedules; measure them."""
+    info = machine_info(cfg.toolchain.describe())
+    fp = fingerprint(info)
+    t0 = time.perf_counter()
+    try:
+        program = random_program(random.Random(f"{cfg.seed}:{idx}"), f"r{cfg.seed}_{idx}", cfg.generator)
+    except RuntimeError as e:
+        return BatchResult(idx, None, None, fp, info, (), [], {}, f"generator: {e}")
+    drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"), cfg.space)
+    schedules = [Schedule()] + [s for s, _ in drawn]
+    states = [ProgramState.initial(program)] + [st for _, st in drawn]
+    t_gen = time.perf_counter() - t0
+    try:
+        base, rows, secs = _measure(program, schedules, states, cfg)
+    except LoopcostError as e:  # a compile error of generated code: a loopcost bug, kept as data
+        base, secs = (), {}
+        rows = [Row(str(s), s.to_json(), False, f"build: {e}"[:2000], (), ()) for s in schedules]
+    return BatchResult(idx, program.to_json(), program.content_hash(), fp, info, base, rows,
+                       {"generate": t_gen, **secs})
+
+
+def remeasure(cfg: BuildConfig, program_json: dict, schedule_texts: list[str]) -> BatchResult:
+    """Measure already stored schedules again (for the noise estimate)."""
+    info = machine_info(cfg.toolchain.describe())
+    program = Program.from_json(program_json)
+    schedules = [Schedule.parse(t) for t in schedule_texts]
+    states = [s.apply(program) for s in schedules]
+    base, rows, secs = _measure(program, schedules, states, cfg)
+    return BatchResult(-1, program_json, program.content_hash(), fingerprint(info), info, base, rows, secs)

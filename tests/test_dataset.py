@@ -1,0 +1,134 @@
+"""Dataset builds: generator, sampler, store, resumption after SIGKILL, Dask, stats."""
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from loopcost.dataset.build import build
+from loopcost.dataset.stats import dataset_stats
+from loopcost.dataset.tasks import BuildConfig
+from loopcost.errors import LoopcostError
+from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
+from loopcost.generator.schedules import random_schedules
+from loopcost.ir.program import Program
+
+TINY = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20)
+
+
+def test_generator_is_deterministic_and_varied():
+    a = generate_programs(30, seed=5, opts=TINY)
+    b = generate_programs(30, seed=5, opts=TINY)
+    assert [p.content_hash() for p in a] == [p.content_hash() for p in b]
+    assert generate_programs(1, seed=6, opts=TINY)[0].content_hash() != a[0].content_hash()
+    assert generate_programs(3, seed=5, opts=TINY, start=2)[0] == a[2]
+    for p in a:
+        assert Program.from_json(p.to_json()) == p
+    depths = {max(len(lp) for _, lp in p.walk_computations()) for p in generate_programs(200, 1)}
+    counts = {len(p.computations()) for p in generate_programs(200, 1)}
+    assert {2, 3, 4, 5} <= depths and {1, 2, 3, 4, 5, 6} <= counts
+    dtypes = {b.dtype for p in a for b in p.buffers}
+    assert dtypes == {"float32", "float64"}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_builds(family):
+    opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20, families=(family,), max_comps=2)
+    for p in generate_programs(5, seed=3, opts=opts):
+        assert p.computations()
+
+
+def test_sampler_draws_distinct_legal_schedules():
+    p = generate_programs(1, seed=2, opts=TINY)[0]
+    drawn = random_schedules(p, 10, random.Random(0))
+    texts = [str(s) for s, _ in drawn]
+    assert len(set(texts)) == len(texts) and all(texts)
+    again = random_schedules(p, 10, random.Random(0))
+    assert texts == [str(s) for s, _ in again]
+
+
+def contents(db):
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT p.hash, s.text, m.verified FROM measurements m JOIN schedules s ON m.schedule = s.id "
+                       "JOIN programs p ON p.hash = s.program WHERE m.kind = 'label' ORDER BY 1, 2").fetchall()
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    return rows
+
+
+def test_build_stores_every_run_time_and_resumes(tmp_path):
+    db = tmp_path / "d.db"
+    cfg = BuildConfig(seed=3, schedules=3, generator=TINY)
+    s1 = build(str(db), programs=3, cfg=cfg, workers=1, progress=False)
+    assert s1["programs"] == 3 and s1["schedules"] + s1["failures"] == 3 * 4
+    assert s1["failures"] == 0
+    s2 = build(str(db), programs=4, cfg=cfg, workers=1, progress=False)  # resumes: only program 3 is new
+    assert s2["programs"] == 1
+    rows = contents(db)
+    assert len(rows) == 4 * 4 and len(set(rows)) == len(rows)
+    con = sqlite3.connect(db)
+    times, base = con.execute("SELECT times, baseline_times FROM measurements LIMIT 1").fetchone()
+    assert len(json.loads(times)) >= 3 and len(json.loads(base)) >= 3
+    assert con.execute("SELECT COUNT(*) FROM measurements m JOIN schedules s ON s.id = m.schedule "
+                       "WHERE s.text = '' AND m.kind = 'label'").fetchone()[0] == 4  # each program's empty schedule
+    with pytest.raises(LoopcostError, match="other settings"):
+        build(str(db), programs=4, cfg=BuildConfig(seed=3, schedules=5, generator=TINY), workers=1, progress=False)
+
+
+def test_sigkill_at_any_moment_then_resume_is_exact(tmp_path):
+    args = ["dataset", "build", "--programs", "8", "--schedules", "3", "--seed", "4",
+            "--min-work", "2e4", "--max-work", "3e5", "--workers", "2", "--no-progress"]
+    cmd = [sys.executable, "-m", "loopcost.cli"]
+    killed = tmp_path / "killed.db"
+    proc = subprocess.Popen(cmd + args + ["--db", str(killed)], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        time.sleep(0.2)
+        try:
+            n = sqlite3.connect(killed).execute("SELECT COUNT(*) FROM programs").fetchone()[0]
+        except sqlite3.Error:
+            n = 0
+        if n >= 2:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = contents(killed)
+    assert 0 < len(partial) < 8 * 4
+    r = subprocess.run(cmd + args + ["--db", str(killed)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    clean = tmp_path / "clean.db"
+    r = subprocess.run(cmd + args + ["--db", str(clean)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert contents(killed) == contents(clean)
+    assert len(contents(clean)) == 8 * 4
+
+
+def test_dask_local_cluster_build(tmp_path):
+    pytest.importorskip("distributed")
+    db = tmp_path / "dask.db"
+    s = build(str(db), programs=2, cfg=BuildConfig(seed=8, schedules=2, generator=TINY), workers=2,
+              cluster="local", progress=False)
+    assert s["programs"] == 2 and len(contents(db)) == 2 * 3
+
+
+def test_stats_and_noise(tmp_path):
+    db = tmp_path / "s.db"
+    build(str(db), programs=4, cfg=BuildConfig(seed=9, schedules=6, generator=TINY), workers=1, progress=False,
+          noise_fraction=0.5)
+    s = dataset_stats(str(db))
+    assert s["programs"] == 4 and s["schedules"] > 0
+    assert s["noise_pairs"] > 0 and s["noise_median_rel"] is not None and s["noise_p90_rel"] >= s["noise_median_rel"]
+    assert s["machine"][0]["cores"] == os.cpu_count()
+    assert set(s["transformation_share"]) and all(0 < v <= 1 for v in s["transformation_share"].values())
+    r = subprocess.run([sys.executable, "-m", "loopcost.cli", "dataset", "stats", "--db", str(db), "--json"],
+                       capture_output=True, text=True)
+    out = json.loads(r.stdout)
+    for key in ("programs", "schedules", "failures", "noise_median_rel", "noise_p90_rel", "machine"):
+        assert key in out
