@@ -2,7 +2,7 @@
 
 The executable takes ``key=value`` arguments::
 
-    prog seed=S warmup=W min_runs=A max_runs=B min_time=T [dump=PREFIX] variants=0,3,5
+    prog seed=S warmup=W min_runs=A max_runs=B min_time_us=T max_time_us=U [dump=PREFIX] variants=0,3,5
 
 It allocates every buffer (64-byte aligned), fills it from the seed, and runs
 variant 0 (by convention the unscheduled program) once to get the reference
@@ -12,8 +12,10 @@ output. Then, for each listed variant, it:
    with the reference: ``max |x - ref| / (scale + |ref|)``, where ``scale``
    is the largest finite reference magnitude (NaN against NaN counts as equal);
 2. runs ``warmup`` untimed runs, then timed runs until at least ``min_runs``
-   runs and ``min_time`` seconds, or ``max_runs`` runs. Buffers are
-   re-initialized before every run, outside the timed region (``CLOCK_MONOTONIC``);
+   runs and ``min_time`` seconds, or ``max_runs`` runs, or (if ``max_time`` is
+   set) ``max_time`` seconds, whichever comes first after one run. The buffers a program
+   writes (outputs and temporaries; inputs are never written) are restored from
+   a saved copy before every run, outside the timed region (``CLOCK_MONOTONIC``);
 3. prints one JSON line: ``{"variant", "errors": {buffer: [rel err, flat index of the worst
    element]}, "checksums", "times_s"}``
    and flushes it, so a crash in a later variant loses nothing before it.
@@ -160,6 +162,12 @@ def harness_c(variants: list[ProgramState] | ProgramState) -> str:
     keep = "\n".join(f"  lc_ref_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
                      f"  memcpy(lc_ref_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in outs)
     fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);" for k, b in enumerate(p.buffers))
+    written = [b for b in p.buffers if b.role != "input"]
+    saved = "\n".join(f"static {ctype[b.name]} *lc_s_{b.name};" for b in written)
+    save = "\n".join(f"  lc_s_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
+                     f"  memcpy(lc_s_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in written)
+    reset = "\n".join(f"  memcpy(lc_g_{b.name}, lc_s_{b.name}, {b.size}u * sizeof({ctype[b.name]}));"
+                      for b in written)
     dump = "\n".join(f"  lc_write(lc_f, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in p.buffers)
     errors = "\n".join(
         f'  printf("{", " if k else ""}\\"{b.name}\\": "); '
@@ -174,9 +182,18 @@ def harness_c(variants: list[ProgramState] | ProgramState) -> str:
 static uint32_t lc_seed;
 {globals_}
 {refs}
+{saved}
 
 static void lc_init(void) {{
 {fill}
+}}
+
+static void lc_save(void) {{
+{save}
+}}
+
+static void lc_reset(void) {{
+{reset}
 }}
 
 static void lc_dump(const char *lc_prefix, const char *lc_ext) {{
@@ -201,11 +218,13 @@ int main(int lc_argc, char **lc_argv) {{
   long lc_min_runs = lc_arg(lc_argc, lc_argv, "min_runs", 5);
   long lc_max_runs = lc_arg(lc_argc, lc_argv, "max_runs", lc_min_runs);
   double lc_min_time = 1e-6 * (double)lc_arg(lc_argc, lc_argv, "min_time_us", 0);
+  double lc_max_time = 1e-6 * (double)lc_arg(lc_argc, lc_argv, "max_time_us", 0);
   const char *lc_dump_to = lc_sarg(lc_argc, lc_argv, "dump");
   const char *lc_list = lc_sarg(lc_argc, lc_argv, "variants");
   if (!lc_list) lc_list = "0";
 {alloc}
   lc_init();
+  lc_save();
   if (lc_dump_to) lc_dump(lc_dump_to, "in");
   lc_run(0);
   if (lc_dump_to) lc_dump(lc_dump_to, "out");
@@ -213,18 +232,19 @@ int main(int lc_argc, char **lc_argv) {{
   for (const char *lc_c = lc_list; *lc_c; ) {{
     int lc_v = (int)strtol(lc_c, (char **)&lc_c, 10);
     if (*lc_c == ',') lc_c++;
-    lc_init();
+    lc_reset();
     lc_run(lc_v);
     printf("{{\\"variant\\": %d, \\"errors\\": {{", lc_v);
 {errors}
     printf("}}, \\"checksums\\": {{");
 {checks}
     printf("}}, \\"times_s\\": [");
-    for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_init(); lc_run(lc_v); }}
+    for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_reset(); lc_run(lc_v); }}
     long lc_n = 0;
     double lc_total = 0.0;
-    while (lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)) {{
-      lc_init();
+    while (lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)
+           && !(lc_n > 0 && lc_max_time > 0 && lc_total >= lc_max_time)) {{
+      lc_reset();
       double lc_t0 = lc_now();
       lc_run(lc_v);
       double lc_t = lc_now() - lc_t0;

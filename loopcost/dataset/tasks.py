@@ -24,8 +24,9 @@ from ..runner.verify import verdict
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions
 
-#: the dataset's default timing: at least 3 runs and 20 ms, at most 30 runs; the verified run warms up
-DATASET_TIMING = Timing(min_runs=3, warmup=0, max_runs=30, min_time=0.02)
+#: the dataset's default timing: at least 3 runs and 20 ms, at most 30 runs, but no more than
+#: 0.25 s of runs for one schedule (slow schedules get 1 or 2 runs); the verified run warms up
+DATASET_TIMING = Timing(min_runs=3, warmup=0, max_runs=30, min_time=0.02, max_time=0.25)
 
 
 @dataclass(frozen=True)

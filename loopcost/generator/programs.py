@@ -33,7 +33,7 @@ class GeneratorOptions:
 
     min_work: float = 2e6
     max_work: float = 1.5e8
-    max_bytes: int = 96 * 2**20
+    max_bytes: int = 64 * 2**20
     max_comps: int = 6
     families: tuple[str, ...] = FAMILIES
     dtypes: tuple[str, ...] = ("float64", "float32")

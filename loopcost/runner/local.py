@@ -30,16 +30,19 @@ def machine_lock():
 @dataclass(frozen=True)
 class Timing:
     """How many runs: ``warmup`` untimed, then at least ``min_runs`` and ``min_time`` seconds,
-    at most ``max_runs`` (None: exactly ``min_runs``)."""
+    at most ``max_runs`` (None: exactly ``min_runs``); with ``max_time``, stop once that much
+    time is spent (after at least one run), so slow schedules cost a bounded time."""
 
     min_runs: int = 5
     warmup: int = 1
     max_runs: int | None = None
     min_time: float = 0.0
+    max_time: float = 0.0
 
     def args(self) -> list[str]:
         return [f"warmup={self.warmup}", f"min_runs={self.min_runs}",
-                f"max_runs={self.max_runs or self.min_runs}", f"min_time_us={int(self.min_time * 1e6)}"]
+                f"max_runs={self.max_runs or self.min_runs}", f"min_time_us={int(self.min_time * 1e6)}",
+                f"max_time_us={int(self.max_time * 1e6)}"]
 
 
 def _why(returncode: int, stderr: str) -> str:
