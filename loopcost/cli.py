@@ -11,7 +11,7 @@ from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
 from .errors import LoopcostError, ScheduleError
 from .ir.polyhedral import dependences
-from .ir.state import ProgramState
+from .ir.state import CODE_TAGS, ProgramState
 from .kernels import KERNELS
 from .kernels.loader import load_program
 from .runner.measure import measure
@@ -39,7 +39,8 @@ def _loops_text(state: ProgramState) -> str:
     for cs in state.comps:
         parts = []
         for name in cs.real_loops:
-            tags = [t.kind + (f"({t.factor})" if t.factor else "") for t in state.tags if t.loop == name]
+            tags = [t.kind + (f"({t.factor})" if t.factor else "") for t in state.tags
+                    if t.loop == name and t.kind in CODE_TAGS]
             parts.append(name + (f" [{', '.join(tags)}]" if tags else ""))
         lines.append(f"{cs.comp}: {' > '.join(parts) or '(no loop)'}")
     return "\n".join(lines)

@@ -23,12 +23,17 @@ import islpy as isl
 from ..errors import ScheduleError
 from .program import Program
 
-TAG_KINDS = ("parallel", "vector", "unroll")
+#: tags that change the generated code (a loop takes at most one of them)
+CODE_TAGS = ("parallel", "vector", "unroll")
+#: tags that record what transformations did to a loop, for the features
+HISTORY_TAGS = ("tile", "tiled", "interchanged", "skewed", "reversed")
+TAG_KINDS = CODE_TAGS + HISTORY_TAGS
 
 
 @dataclass(frozen=True)
 class LoopTag:
-    """Loop ``loop`` becomes a ``kind`` loop (``factor``: unroll factor or vector width)."""
+    """Loop ``loop`` is a ``kind`` loop, with ``factor`` (unroll factor, vector width, tile size,
+    skew factor). Code tags change the generated C; history tags only record transformations."""
 
     loop: str
     kind: str
@@ -149,7 +154,9 @@ class ProgramState:
         return replace(self, comps=tuple(comps.get(c.comp, c) for c in self.comps))
 
     def with_tags(self, *tags: LoopTag) -> ProgramState:
-        return replace(self, tags=self.tags + tags)
+        """Add tags; a new tag replaces one of the same loop and kind."""
+        new = {(t.loop, t.kind) for t in tags}
+        return replace(self, tags=tuple(t for t in self.tags if (t.loop, t.kind) not in new) + tags)
 
     def schedule_map(self) -> isl.UnionMap:
         """The union of every computation's time map (not restricted to domains)."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
-from ..ir.state import ProgramState
+from ..ir.state import LoopTag, ProgramState
 from .base import Transformation
 from .levels import identity, rewrite
 
@@ -29,7 +29,7 @@ class Interchange(Transformation):
             exprs[p], exprs[q] = exprs[q], exprs[p]
             loops[p], loops[q] = loops[q], loops[p]
             out[cs.comp] = rewrite(cs, exprs, list(cs.betas), loops)
-        return state.with_comps(out)
+        return state.with_comps(out).with_tags(LoopTag(self.a, "interchanged"), LoopTag(self.b, "interchanged"))
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,10 @@ class Reverse(Transformation):
             exprs = identity(cs)
             exprs[p] = f"-l{p}"
             out[cs.comp] = rewrite(cs, exprs, list(cs.betas), list(cs.loops))
-        return state.with_comps(out)
+        old = state.tag_of(self.loop, "reversed")
+        if old:  # reversing twice restores the loop
+            return replace(state.with_comps(out), tags=tuple(t for t in state.tags if t != old))
+        return state.with_comps(out).with_tags(LoopTag(self.loop, "reversed"))
 
 
 @dataclass(frozen=True)
@@ -71,4 +74,5 @@ class Skew(Transformation):
             exprs = identity(cs)
             exprs[q] = f"l{q} + {self.factor} * l{p}"
             out[cs.comp] = rewrite(cs, exprs, list(cs.betas), list(cs.loops))
-        return state.with_comps(out)
+        old = state.tag_of(self.b, "skewed")
+        return state.with_comps(out).with_tags(LoopTag(self.b, "skewed", self.factor + (old.factor if old else 0)))

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
-from ..ir.state import ProgramState
+from ..ir.state import CODE_TAGS, ProgramState
 from .base import Transformation
 from .fusion import Fuse, shared_depth
 from .legality import permutable
@@ -66,6 +66,10 @@ def _parallel_nest(state: ProgramState, loop: str) -> bool:
                for other in cs.real_loops)
 
 
+def _code_tagged(state: ProgramState, loop: str) -> bool:
+    return any(t.loop == loop and t.kind in CODE_TAGS for t in state.tags)
+
+
 def _fusions(state: ProgramState) -> list[Transformation]:
     order = sorted(state.comps, key=lambda cs: cs.betas)
     out: list[Transformation] = []
@@ -96,9 +100,9 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
                 out += [Tile(w, sizes) for sizes in itertools.product(opts.tile_sizes, repeat=n)]
     if "parallelize" in kinds:
         out += [Parallelize(lp) for lp in state.loop_names()
-                if not _parallel_nest(state, lp) and not any(t.loop == lp for t in state.tags)]
+                if not _parallel_nest(state, lp) and not _code_tagged(state, lp)]
     inner = _innermost(state)
-    inner = [lp for lp in inner if not any(t.loop == lp for t in state.tags)]
+    inner = [lp for lp in inner if not _code_tagged(state, lp)]
     if "vectorize" in kinds:
         out += [Vectorize(lp, w) for lp in inner for w in opts.vector_widths]
     if "unroll" in kinds:

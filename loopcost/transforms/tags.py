@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
-from ..ir.state import LoopTag, ProgramState
+from ..ir.state import CODE_TAGS, LoopTag, ProgramState
 from .base import Transformation
 from .levels import fresh_name, identity, insert_levels, rewrite
 
@@ -14,7 +14,7 @@ def _untagged(state: ProgramState, loop: str, kind: str) -> None:
     """A loop takes one tag: GCC needs ``omp parallel for``/``omp simd`` right before the ``for``."""
     state.comps_with(loop)
     for t in state.tags:
-        if t.loop == loop:
+        if t.loop == loop and t.kind in CODE_TAGS:
             raise ScheduleError(f"loop {loop!r} is already {t.kind}; a loop can be parallel, vector or "
                                 f"unrolled, not {t.kind} and {kind}")
 

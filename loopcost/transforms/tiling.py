@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
-from ..ir.state import ProgramState
+from ..ir.state import LoopTag, ProgramState
 from .base import Transformation
 from .levels import fresh_name, identity, insert_levels, rewrite
 
@@ -60,4 +60,6 @@ class Tile(Transformation):
         names = [fresh_name(state, f"{lp}_t") for lp in self.loops]
         if len(set(names)) != len(names):
             raise ScheduleError(f"could not name tile loops of {list(self.loops)}")
-        return tile_levels(state, self.loops, self.sizes, names)
+        state = tile_levels(state, self.loops, self.sizes, names)
+        return state.with_tags(*[LoopTag(n, "tile", s) for n, s in zip(names, self.sizes, strict=True)],
+                               *[LoopTag(lp, "tiled", s) for lp, s in zip(self.loops, self.sizes, strict=True)])

@@ -1,0 +1,59 @@
+"""Accuracy of predicted speedups against measured ones."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _rank(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x), float)
+    ranks[order] = np.arange(len(x))
+    # average ranks of ties
+    vals, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
+    sums = np.bincount(inv, ranks)
+    return (sums / counts)[inv]
+
+
+def pearson(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 2 or a.std() == 0 or b.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    return pearson(_rank(a), _rank(b))
+
+
+def metrics(pred: np.ndarray, true: np.ndarray, program: np.ndarray) -> dict:
+    """MAPE, median APE, correlations, per-program ranking quality and top-1 recovery."""
+    pred, true = np.asarray(pred, float), np.asarray(true, float)
+    ape = np.abs(pred - true) / true
+    per_prog_sp, pairs_ok, pairs_all, recovery = [], 0, 0, []
+    for p in np.unique(program):
+        idx = program == p
+        t, q = true[idx], pred[idx]
+        if len(t) >= 3:
+            s = spearman(q, t)
+            if not np.isnan(s):
+                per_prog_sp.append(s)
+        if len(t) >= 2:
+            dt = np.sign(t[:, None] - t[None, :])
+            dq = np.sign(q[:, None] - q[None, :])
+            mask = np.triu(dt != 0, 1)
+            pairs_ok += int((dt == dq)[mask].sum())
+            pairs_all += int(mask.sum())
+            recovery.append(t[np.argmax(q)] / t.max())
+    return {
+        "n": int(len(true)),
+        "programs": int(len(np.unique(program))),
+        "mape": float(ape.mean() * 100),
+        "median_ape": float(np.median(ape) * 100),
+        "pearson": pearson(pred, true),
+        "pearson_log": pearson(np.log(pred), np.log(true)),
+        "spearman": spearman(pred, true),
+        "spearman_per_program_mean": float(np.mean(per_prog_sp)) if per_prog_sp else float("nan"),
+        "spearman_per_program_median": float(np.median(per_prog_sp)) if per_prog_sp else float("nan"),
+        "pairwise_accuracy": pairs_ok / pairs_all if pairs_all else float("nan"),
+        "top1_recovery": float(np.mean(recovery)) if recovery else float("nan"),
+    }

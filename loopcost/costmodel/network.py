@@ -1,0 +1,65 @@
+"""The paper's recursive-LSTM network, batched depth by depth over trees of any shape.
+
+Computation vectors go through a feed-forward embedding. At every loop node,
+one LSTM reads the embeddings of the node's computations and another the
+embeddings of its child loops (in program order); their last states,
+concatenated with the loop's own features, go through a feed-forward layer
+to make the loop's embedding. A root node per program does the same over its
+top-level loops, and a regression head maps the root embedding to the
+predicted speedup.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from .batch import Batch
+
+
+def mlp(sizes: list[int], dropout: float, last_act: bool = True) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for k, (a, b) in enumerate(zip(sizes, sizes[1:], strict=False)):
+        layers.append(nn.Linear(a, b))
+        if k < len(sizes) - 2 or last_act:
+            layers += [nn.ELU(), nn.Dropout(dropout)]
+    return nn.Sequential(*layers)
+
+
+class RecursiveLSTM(nn.Module):
+    """``forward(batch) -> (B,)`` predicted log-speedups."""
+
+    def __init__(self, comp_size: int, loop_size: int, embed: tuple[int, ...] = (600, 350, 200, 180),
+                 hidden: int = 180, head: tuple[int, ...] = (200, 180), dropout: float = 0.05) -> None:
+        super().__init__()
+        self.config = {"comp_size": comp_size, "loop_size": loop_size, "embed": list(embed), "hidden": hidden,
+                       "head": list(head), "dropout": dropout}
+        e = embed[-1]
+        self.comp_embed = mlp([comp_size, *embed], dropout)
+        self.comps_lstm = nn.LSTM(e, hidden, batch_first=True)
+        self.nodes_lstm = nn.LSTM(hidden, hidden, batch_first=True)
+        self.no_comps = nn.Parameter(torch.zeros(hidden))
+        self.no_children = nn.Parameter(torch.zeros(hidden))
+        self.node_ff = mlp([2 * hidden + loop_size, hidden, hidden], dropout)
+        self.head = mlp([hidden, *head, 1], dropout, last_act=False)
+        self.hidden = hidden
+
+    def _summary(self, lstm: nn.LSTM, seqs: torch.Tensor, lengths: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
+        out = empty.expand(len(lengths), -1).clone()
+        has = lengths > 0
+        if has.any():
+            packed = pack_padded_sequence(seqs[has], lengths[has].cpu(), batch_first=True, enforce_sorted=False)
+            _, (h, _) = lstm(packed)
+            out[has] = h[-1]
+        return out
+
+    def forward(self, b: Batch) -> torch.Tensor:
+        ce = self.comp_embed(b.comps)
+        emb = torch.zeros(len(b.loops), self.hidden, device=ce.device)
+        for lv in b.levels:  # deepest first: children are done before their parents
+            comps = self._summary(self.comps_lstm, ce[lv.comp_idx], lv.comp_len, self.no_comps)
+            kids = self._summary(self.nodes_lstm, emb[lv.child_idx], lv.child_len, self.no_children)
+            node = self.node_ff(torch.cat([comps, kids, b.loops[lv.nodes]], dim=1))
+            emb = emb.index_copy(0, lv.nodes, node)
+        return self.head(emb[b.roots]).squeeze(1)

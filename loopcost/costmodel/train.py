@@ -1,0 +1,110 @@
+"""Training: AdamW with a one-cycle schedule, MAPE (or log-MSE) loss, resumable checkpoints."""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import LoopcostError
+from ..features import layout
+from .batch import collate
+from .data import Dataset
+from .metrics import metrics
+from .model import CostModel
+from .network import RecursiveLSTM
+
+LOSSES = ("mape", "log_mse")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 30
+    batch_size: int = 256
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    loss: str = "mape"
+    dropout: float = 0.05
+    seed: int = 0
+    threads: int = 2
+
+
+def _loss(out: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
+    if kind == "mape":
+        return (torch.abs(torch.exp(out) - target) / target).mean()
+    return ((out - torch.log(target)) ** 2).mean()
+
+
+def predict(net: RecursiveLSTM, data: Dataset, batch_size: int = 512) -> np.ndarray:
+    return CostModel(net).predict_trees(data.trees, batch_size)
+
+
+def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, resume: bool = True,
+          progress=print) -> dict:
+    """Train on ``data``'s train split, keep the weights with the best validation MAPE at ``out``.
+
+    A checkpoint ``out.ckpt`` is written after every epoch; with ``resume`` a
+    run with the same configuration continues from it.
+    """
+    if cfg.loss not in LOSSES:
+        raise LoopcostError(f"unknown loss {cfg.loss!r}; use one of {LOSSES}")
+    torch.set_num_threads(cfg.threads)
+    out = Path(out)
+    ckpt = Path(str(out) + ".ckpt")
+    tr, va = data.subset("train"), data.subset("val")
+    if len(tr) == 0 or len(va) == 0:
+        raise LoopcostError("training needs programs in both the train and the val split")
+    torch.manual_seed(cfg.seed)
+    net = RecursiveLSTM(layout.COMP_SIZE, layout.LOOP_SIZE, dropout=cfg.dropout)
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    steps = (len(tr) + cfg.batch_size - 1) // cfg.batch_size
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps)
+    state = {"epoch": 0, "history": [], "best": None, "best_state": None}
+    if resume and ckpt.exists():
+        blob = torch.load(ckpt, map_location="cpu", weights_only=False)
+        if blob["config"] == asdict(cfg) and blob["n_train"] == len(tr):
+            net.load_state_dict(blob["net"])
+            opt.load_state_dict(blob["opt"])
+            sched.load_state_dict(blob["sched"])
+            state = blob["state"]
+            torch.set_rng_state(blob["torch_rng"])
+            progress(f"resuming from {ckpt} after epoch {state['epoch']}")
+    rng = random.Random(cfg.seed + state["epoch"])
+    targets = torch.tensor(tr.speedup, dtype=torch.float32)
+    for epoch in range(state["epoch"], cfg.epochs):
+        t0 = time.time()
+        net.train()
+        order = list(range(len(tr)))
+        rng.shuffle(order)
+        total = 0.0
+        for k in range(0, len(order), cfg.batch_size):
+            idx = order[k:k + cfg.batch_size]
+            b = collate([tr.trees[i] for i in idx])
+            loss = _loss(net(b), targets[idx], cfg.loss)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+            opt.step()
+            sched.step()
+            total += loss.item() * len(idx)
+        net.eval()
+        m = metrics(predict(net, va), va.speedup, va.program)
+        row = {"epoch": epoch + 1, "train_loss": total / len(tr), "val_mape": m["mape"],
+               "val_spearman_pp": m["spearman_per_program_mean"], "seconds": time.time() - t0}
+        state["history"].append(row)
+        if state["best"] is None or m["mape"] < state["best"]["mape"]:
+            state["best"] = m
+            state["best_state"] = copy.deepcopy(net.state_dict())
+        state["epoch"] = epoch + 1
+        torch.save({"config": asdict(cfg), "n_train": len(tr), "net": net.state_dict(), "opt": opt.state_dict(),
+                    "sched": sched.state_dict(), "state": state, "torch_rng": torch.get_rng_state()}, ckpt)
+        progress(f"epoch {epoch + 1}/{cfg.epochs}: train loss {row['train_loss']:.4f}, val MAPE {m['mape']:.1f}%, "
+                 f"val Spearman/program {m['spearman_per_program_mean']:.3f} ({row['seconds']:.0f} s)")
+    net.load_state_dict(state["best_state"])
+    return {"net": net, "history": state["history"], "best_val": state["best"], "config": asdict(cfg),
+            "n_train": len(tr), "n_val": len(va)}

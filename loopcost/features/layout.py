@@ -1,0 +1,53 @@
+"""The feature layout: named fields, explicit limits, a version number.
+
+A computation vector is the concatenation of
+- ``MAX_DEPTH`` level blocks (its loops after scheduling, outermost first), each
+  ``LEVEL_FIELDS`` followed by the level's row of the schedule matrix: how the
+  level's value depends on the computation's original iterators
+  (``MAX_ITERS`` coefficients; a tile loop ``floor(i/32)`` has 1/32 on ``i``);
+- ``MAX_ACCESSES`` access blocks (the write first, then the reads), each
+  ``ACCESS_FIELDS`` followed by the access matrix (``MAX_RANK`` rows of
+  ``MAX_ITERS`` coefficients and a constant) over the original iterators;
+- ``COMP_FIELDS``: operation counts, reduction, dtype, sizes.
+
+A loop vector is one level block of the first computation inside the loop.
+Bump ``VERSION`` whenever any of this changes: saved models record it.
+"""
+
+from __future__ import annotations
+
+VERSION = 1
+
+MAX_DEPTH = 12
+MAX_ITERS = 7
+MAX_RANK = 4
+MAX_ACCESSES = 16
+
+LEVEL_FIELDS = (
+    "present", "log2_extent", "parallel", "vector", "log2_vector_width", "unroll", "log2_unroll_factor",
+    "tile_loop", "log2_tile_size", "tiled", "log2_tiled_size", "interchanged", "skewed", "skew_factor",
+    "reversed",
+)
+ACCESS_FIELDS = ("present", "is_write", "same_buffer_as_write", "rank", "buffer_is_input",
+                 "buffer_is_output", "buffer_is_temp", "log2_buffer_size")
+COMP_FIELDS = (
+    "n_add", "n_sub", "n_mul", "n_div", "n_minmax", "n_math", "n_reads", "n_consts", "reduction",
+    "reduction_add", "reduction_mul", "float32", "float64", "int32", "n_levels", "n_iters",
+    "log2_points",
+)
+
+LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS
+ACCESS_SIZE = len(ACCESS_FIELDS) + MAX_RANK * (MAX_ITERS + 1)
+COMP_SIZE = MAX_DEPTH * LEVEL_SIZE + MAX_ACCESSES * ACCESS_SIZE + len(COMP_FIELDS)
+LOOP_SIZE = LEVEL_SIZE
+
+
+def comp_field_names() -> list[str]:
+    """The name of every entry of a computation vector, in order."""
+    names = []
+    for d in range(MAX_DEPTH):
+        names += [f"level{d}.{f}" for f in LEVEL_FIELDS] + [f"level{d}.coef_iter{k}" for k in range(MAX_ITERS)]
+    for a in range(MAX_ACCESSES):
+        names += [f"access{a}.{f}" for f in ACCESS_FIELDS]
+        names += [f"access{a}.m{r}_{c}" for r in range(MAX_RANK) for c in range(MAX_ITERS + 1)]
+    return names + list(COMP_FIELDS)
