@@ -46,36 +46,30 @@ def _pad(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def collate(trees: list[FeatureTree], targets: list[float] | None = None) -> Batch:
-    comps, loops = [], []
+    """One batch of trees: their vectors concatenated and their nodes listed depth by depth."""
+    loop_size = trees[0].loops.shape[1] if trees else 0
     node_depth: list[int] = []
     node_comps: list[list[int]] = []
     node_children: list[list[int]] = []
+    node_loop_rows: list[np.ndarray] = []
     roots = []
-    n_comps = 0
-    loop_size = trees[0].loops.shape[1] if trees else 0
+    zero = np.zeros(loop_size, np.float32)
+
+    def add(t: FeatureTree, comp_base: int, loop_index: int, here: tuple, children: tuple, depth: int) -> int:
+        nid = len(node_depth)
+        node_depth.append(depth)
+        node_comps.append([comp_base + c for c in here])
+        node_children.append([])
+        node_loop_rows.append(t.loops[loop_index] if loop_index >= 0 else zero)
+        node_children[nid] = [add(t, comp_base, *ch, depth + 1) for ch in children]
+        return nid
+
+    comp_base = 0
     for t in trees:
-        comps.append(t.comps)
-
-        def add(loop_index: int, here: tuple, children: tuple, depth: int) -> int:
-            nid = len(node_depth)
-            node_depth.append(depth)
-            node_comps.append([n_comps + c for c in here])
-            node_children.append([])
-            loops_rows.append(loop_index)
-            node_children[nid] = [add(*ch, depth + 1) for ch in children]
-            return nid
-
-        loops_rows: list[int] = []
-        start = len(node_depth)
-        here_top = [c for node in t.shape if node[0] == -1 for c in node[1]]
+        here_top = tuple(c for node in t.shape if node[0] == -1 for c in node[1])
         children_top = tuple(node for node in t.shape if node[0] != -1)
-        roots.append(add(-1, tuple(here_top), children_top, 0))
-        rows = np.zeros((len(node_depth) - start, loop_size), np.float32)
-        for k, li in enumerate(loops_rows):
-            if li >= 0:
-                rows[k] = t.loops[li]
-        loops.append(rows)
-        n_comps += len(t.comps)
+        roots.append(add(t, comp_base, -1, here_top, children_top, 0))
+        comp_base += len(t.comps)
     depths = np.asarray(node_depth)
     levels = []
     for d in range(int(depths.max()) if len(depths) else 0, -1, -1):
@@ -83,6 +77,6 @@ def collate(trees: list[FeatureTree], targets: list[float] | None = None) -> Bat
         ci, cl = _pad([node_comps[i] for i in ids])
         hi, hl = _pad([node_children[i] for i in ids])
         levels.append(Level(torch.from_numpy(ids), ci, cl, hi, hl))
-    return Batch(torch.from_numpy(np.concatenate(comps)), torch.from_numpy(np.concatenate(loops)), levels,
-                 torch.tensor(roots, dtype=torch.int64),
+    return Batch(torch.from_numpy(np.concatenate([t.comps for t in trees])),
+                 torch.from_numpy(np.stack(node_loop_rows)), levels, torch.tensor(roots, dtype=torch.int64),
                  None if targets is None else torch.tensor(targets, dtype=torch.float32))
