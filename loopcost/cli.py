@@ -157,6 +157,85 @@ def cmd_dataset_stats(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dataset_export(a: argparse.Namespace) -> int:
+    from .costmodel.data import export
+    from .dataset.progress import Progress
+
+    bar = Progress(1, "records", not a.no_progress)
+
+    def tick(done: int, total: int) -> None:
+        bar.total = total
+        bar.advance(done - bar.done)
+
+    info = export(a.db, a.out, tick)
+    skipped = info["skipped_over_limits"]
+    print(f"wrote {info['records']} records of {info['programs']} programs to {a.out}"
+          + (f" ({skipped} beyond the feature limits skipped)" if skipped else ""))
+    return 0
+
+
+def cmd_train(a: argparse.Namespace) -> int:
+    import datetime
+
+    from .costmodel.data import load
+    from .costmodel.model import CostModel
+    from .costmodel.train import TrainConfig, train
+    from .database.store import Store
+
+    data = load(a.data)
+    cfg = TrainConfig(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, loss=a.loss, seed=a.seed,
+                      threads=a.threads)
+    r = train(data, a.out, cfg, resume=not a.restart)
+    card = {"model": "recursive LSTM (Baghdadi et al. 2021)", "trained": datetime.date.today().isoformat(),
+            "data": str(a.data), "records": {"train": r["n_train"], "val": r["n_val"]}, "config": r["config"],
+            "validation": r["best_val"], "history": r["history"]}
+    if a.db:
+        store = Store(a.db)
+        card["machine"] = store.machines()
+        store.close()
+    CostModel(r["net"], card).save(a.out)
+    print(f"saved {a.out} (validation MAPE {r['best_val']['mape']:.1f}%, Spearman per program "
+          f"{r['best_val']['spearman_per_program_mean']:.3f}); card: {a.out}.card.json")
+    return 0
+
+
+def cmd_evaluate(a: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .costmodel.data import load
+    from .costmodel.metrics import metrics
+    from .costmodel.model import CostModel
+
+    data = load(a.data).subset(a.split)
+    if len(data) == 0:
+        raise LoopcostError(f"{a.data} has no record in split {a.split!r}")
+    model = CostModel.load(a.model)
+    pred = model.predict_trees(data.trees)
+    report = {"model": metrics(pred, data.speedup, data.program),
+              "baseline_speedup_1": metrics(np.ones(len(data)), data.speedup, data.program)}
+    if a.db:
+        from .database.store import Store
+
+        store = Store(a.db)
+        pairs = store.noise_pairs()
+        store.close()
+        report["noise_floor_mape"] = 100 * float(np.mean([abs(b - x) / x for x, b in pairs])) if pairs else None
+    out = {**report["model"], "split": a.split, "baselines": {"speedup_1": report["baseline_speedup_1"]},
+           "noise_floor_mape": report.get("noise_floor_mape")}
+    if a.json:
+        print(json.dumps(out, indent=2))
+    else:
+        m = report["model"]
+        print(f"{a.split}: {m['n']} schedules of {m['programs']} programs")
+        for name, r in (("model", m), ("speedup=1", report["baseline_speedup_1"])):
+            print(f"  {name:10} MAPE {r['mape']:.1f}%  median APE {r['median_ape']:.1f}%  Spearman/program "
+                  f"{r['spearman_per_program_mean']:.3f}  pairwise {r['pairwise_accuracy']:.3f}  "
+                  f"top-1 recovery {r['top1_recovery']:.3f}")
+        if out["noise_floor_mape"] is not None:
+            print(f"  noise floor (re-measured labels) MAPE {out['noise_floor_mape']:.1f}%")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -216,10 +295,36 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-progress", action="store_true")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_dataset_build)
+    ex = dsub.add_parser("export", help="featurize a database into the training format (.npz)")
+    ex.add_argument("--db", required=True)
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--no-progress", action="store_true")
+    ex.set_defaults(func=cmd_dataset_export)
     st = dsub.add_parser("stats", help="counts, speedups, transformation shares, noise and machine")
     st.add_argument("--db", default=None, help="database (default: the shipped dataset)")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_dataset_stats)
+
+    t = sub.add_parser("train", help="train the cost model on an exported dataset (resumes after interruption)")
+    t.add_argument("--data", required=True, help=".npz written by `loopcost dataset export`")
+    t.add_argument("--out", required=True, help="model file to write (and OUT.ckpt, OUT.card.json)")
+    t.add_argument("--db", default=None, help="the database the data came from (for the model card)")
+    t.add_argument("--epochs", type=int, default=30)
+    t.add_argument("--batch-size", type=int, default=256)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--loss", default="log_mse", choices=["mape", "log_mse"])
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--restart", action="store_true", help="ignore an existing checkpoint")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("evaluate", help="accuracy of a model on a split, next to baselines and the noise floor")
+    e.add_argument("--model", required=True)
+    e.add_argument("--data", required=True)
+    e.add_argument("--db", default=None, help="database of the data, for the noise floor")
+    e.add_argument("--split", default="test", choices=["train", "val", "test"])
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_evaluate)
     return ap
 
 
