@@ -236,6 +236,15 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dataset_pack(a: argparse.Namespace) -> int:
+    from .dataset.shipped import DATA, pack
+
+    m = pack(a.db, a.out or DATA, a.command)
+    print(f"packed {m['programs']} programs, {m['schedules']} schedules into {a.out or DATA}/{m['file']} "
+          f"({m['bytes'] / 2**20:.1f} MiB) with dataset.manifest.json")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -300,6 +309,11 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", required=True)
     ex.add_argument("--no-progress", action="store_true")
     ex.set_defaults(func=cmd_dataset_export)
+    pk = dsub.add_parser("pack", help="compress a database with a manifest (default: as the shipped dataset)")
+    pk.add_argument("--db", required=True)
+    pk.add_argument("--out", default=None, help="folder (default: loopcost/data)")
+    pk.add_argument("--command", default="", help="the build command, recorded in the manifest")
+    pk.set_defaults(func=cmd_dataset_pack)
     st = dsub.add_parser("stats", help="counts, speedups, transformation shares, noise and machine")
     st.add_argument("--db", default=None, help="database (default: the shipped dataset)")
     st.add_argument("--json", action="store_true")

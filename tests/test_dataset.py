@@ -132,3 +132,15 @@ def test_stats_and_noise(tmp_path):
     out = json.loads(r.stdout)
     for key in ("programs", "schedules", "failures", "noise_median_rel", "noise_p90_rel", "machine"):
         assert key in out
+
+
+def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):
+    from loopcost.dataset import shipped
+
+    db = tmp_path / "p.db"
+    build(str(db), programs=2, cfg=BuildConfig(seed=12, schedules=2, generator=TINY), workers=1, progress=False)
+    m = shipped.pack(db, tmp_path / "out", command="loopcost dataset build ...")
+    assert m["programs"] == 2 and m["schedules"] + m["failures"] == 6 and m["machine"][0]["cores"] == os.cpu_count()
+    assert json.loads((tmp_path / "out" / "dataset.manifest.json").read_text())["command"].startswith("loopcost")
+    monkeypatch.setattr(shipped, "SHIPPED", tmp_path / "out" / "dataset.sqlite.xz")
+    assert contents(shipped.shipped_db()) == contents(db)

@@ -28,3 +28,46 @@ def shipped_db() -> Path:
             shutil.copyfileobj(src, dst)
         tmp.replace(out)
     return out
+
+
+def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "") -> dict:
+    """Snapshot ``db`` consistently, compress it to ``out_dir/dataset.sqlite.xz`` and write the manifest."""
+    import datetime
+    import json
+    import sqlite3
+    import tempfile
+
+    from ..database.store import Store
+    from .stats import dataset_stats
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        snap = Path(tmp) / "snap.sqlite"
+        src, dst = sqlite3.connect(str(db)), sqlite3.connect(str(snap))
+        with dst:
+            src.backup(dst)
+        src.close()
+        dst.execute("PRAGMA journal_mode=DELETE")
+        dst.execute("VACUUM")
+        dst.close()
+        stats = dataset_stats(str(snap))
+        store = Store(snap)
+        builds = {k: store.meta(k) for k, in store.db.execute("SELECT key FROM meta WHERE key LIKE 'build:%'")}
+        store.close()
+        with open(snap, "rb") as f, lzma.open(out_dir / "dataset.sqlite.xz", "wb", preset=9) as g:
+            shutil.copyfileobj(f, g)
+    manifest = {
+        "date": datetime.date.today().isoformat(),
+        "machine": stats["machine"],
+        "programs": stats["programs"], "schedules": stats["schedules"], "failures": stats["failures"],
+        "splits": stats["splits"],
+        "noise": {"pairs": stats["noise_pairs"], "median_rel": stats["noise_median_rel"],
+                  "p90_rel": stats["noise_p90_rel"]},
+        "speedup": stats["speedup"], "transformation_share": stats["transformation_share"],
+        "builds": {k: json.loads(v) for k, v in builds.items()},
+        "command": command,
+        "file": "dataset.sqlite.xz", "bytes": (out_dir / "dataset.sqlite.xz").stat().st_size,
+    }
+    (out_dir / "dataset.manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
