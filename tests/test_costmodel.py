@@ -140,3 +140,14 @@ def test_export_train_resume_and_save(tmp_path):
     again = CostModel.load(tmp_path / "m.pt")
     st = [ProgramState.initial(KERNELS["gemm"].program("small"))]
     assert np.allclose(model.predict(st), again.predict(st)) and again.card["data"] == str(db)
+
+
+def test_gradient_boosted_baseline_fits_flat_features():
+    from loopcost.costmodel.baselines import GradientBoosted, flatten
+
+    ts = trees() * 4
+    y = np.array([1.0, 0.5, 2.0, 1.5, 0.8, 1.9, 0.7, 3.0] * 4)
+    assert flatten(ts[0]).shape == (2 * L.COMP_SIZE + 2,)
+    pred = GradientBoosted(rounds=50).fit(ts, y).predict(ts)
+    assert pred.shape == y.shape and np.all(pred > 0)
+    assert spearman(pred, y) > 0.5
