@@ -28,8 +28,9 @@ class GradientBoosted:
                        "bagging_freq": 1, "feature_fraction": 0.5, "seed": seed, "verbose": -1, "num_threads": 2}
 
     def fit(self, trees: list[FeatureTree], speedup: np.ndarray) -> GradientBoosted:
-        data = self.lgb.Dataset(np.stack([flatten(t) for t in trees]), np.log(speedup))
-        self.model = self.lgb.train(self.params, data, num_boost_round=self.rounds)
+        params = {**self.params, "min_data_in_leaf": max(1, min(20, len(trees) // 8))}  # small sets still split
+        data = self.lgb.Dataset(np.stack([flatten(t) for t in trees]), np.log(speedup), params=params)
+        self.model = self.lgb.train(params, data, num_boost_round=self.rounds)
         return self
 
     def predict(self, trees: list[FeatureTree]) -> np.ndarray:
