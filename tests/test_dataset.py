@@ -55,8 +55,9 @@ def test_sampler_draws_distinct_legal_schedules():
 
 def contents(db):
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT p.hash, s.text, m.verified FROM measurements m JOIN schedules s ON m.schedule = s.id "
-                       "JOIN programs p ON p.hash = s.program WHERE m.kind = 'label' ORDER BY 1, 2").fetchall()
+    rows = con.execute("SELECT p.seed, p.idx, p.hash, s.text, m.verified FROM measurements m JOIN schedules s "
+                       "ON m.schedule = s.id JOIN programs p ON p.id = s.program WHERE m.kind = 'label' "
+                       "ORDER BY 1, 2, 4").fetchall()
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()
     return rows
@@ -144,3 +145,16 @@ def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "out" / "dataset.manifest.json").read_text())["command"].startswith("loopcost")
     monkeypatch.setattr(shipped, "SHIPPED", tmp_path / "out" / "dataset.sqlite.xz")
     assert contents(shipped.shipped_db()) == contents(db)
+
+
+def test_the_same_program_drawn_twice_is_stored_twice(tmp_path):
+    from loopcost.database.store import Row, Store
+
+    store = Store(tmp_path / "dup.db")
+    row = Row("", [], True, None, (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))
+    prog = generate_programs(1, seed=1, opts=TINY)[0]
+    for idx in (0, 5):
+        store.add_batch(program_json=prog.to_json(), program_hash=prog.content_hash(), seed=1, idx=idx, machine=1,
+                        baseline_times=(1.0,), rows=[row], now=0.0)
+    assert store.counts()["programs"] == 2 and store.done_indices(1) == {0, 5}
+    assert len({split for _, split, _, _ in store.labels()}) == 1

@@ -31,7 +31,7 @@ class Dataset:
     program: np.ndarray          # (N,) program index
     split: np.ndarray            # (N,) index into SPLITS
     schedules: list[str]
-    programs: list[str]          # program hashes
+    programs: list[int]          # program ids in the store
 
     def subset(self, split: str) -> Dataset:
         idx = np.nonzero(self.split == SPLITS.index(split))[0]
@@ -46,10 +46,10 @@ def export(db: str, path: str, progress=None) -> dict:
     """Featurize every verified label of ``db`` into ``path`` (.npz); returns counts."""
     store = Store(db)
     rows = list(store.labels())
-    programs: dict[str, Program] = {}
+    programs: dict[int, Program] = {}
     trees, speedups, prog_ids, splits, texts = [], [], [], [], []
     skipped = 0
-    order: dict[str, int] = {}
+    order: dict[int, int] = {}
     for k, (h, split, text, sp) in enumerate(rows):
         if h not in programs:
             programs[h] = Program.from_json(store.program_json(h))

@@ -2,7 +2,9 @@
 
 One transaction per program batch (the program, its schedules and their
 measurements), so a build killed at any moment leaves only whole batches
-behind and resumes where it stopped. Every raw run time is kept.
+behind and resumes where it stopped. Every raw run time is kept. A program
+row is one (seed, index) of a generator stream; two indices may draw the same
+program (same content hash): both are kept, and land in the same split.
 """
 
 from __future__ import annotations
@@ -16,20 +18,19 @@ from pathlib import Path
 
 from ..errors import LoopcostError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS machines (
     id INTEGER PRIMARY KEY, fingerprint TEXT UNIQUE NOT NULL, info TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS programs (
-    hash TEXT PRIMARY KEY, name TEXT NOT NULL, seed INTEGER, idx INTEGER,
+    id INTEGER PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, seed INTEGER, idx INTEGER,
     split TEXT NOT NULL, json TEXT NOT NULL, baseline_times TEXT, machine INTEGER REFERENCES machines(id),
-    created REAL NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS programs_seed_idx ON programs(seed, idx);
+    created REAL NOT NULL, UNIQUE (seed, idx));
 CREATE TABLE IF NOT EXISTS schedules (
-    id INTEGER PRIMARY KEY, program TEXT NOT NULL REFERENCES programs(hash),
-    text TEXT NOT NULL, json TEXT NOT NULL, hash TEXT UNIQUE NOT NULL);
+    id INTEGER PRIMARY KEY, program INTEGER NOT NULL REFERENCES programs(id),
+    text TEXT NOT NULL, json TEXT NOT NULL, hash TEXT NOT NULL, UNIQUE (program, text));
 CREATE TABLE IF NOT EXISTS measurements (
     id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),
     machine INTEGER NOT NULL REFERENCES machines(id), kind TEXT NOT NULL,
@@ -119,20 +120,22 @@ class Store:
         return {r[0] for r in self.db.execute("SELECT idx FROM programs WHERE seed = ?", (seed,))}
 
     def add_batch(self, *, program_json: dict, program_hash: str, seed: int, idx: int, machine: int,
-                  baseline_times: tuple[float, ...], rows: list[Row], now: float) -> None:
-        """Store one program with all its measured schedules, atomically."""
+                  baseline_times: tuple[float, ...], rows: list[Row], now: float) -> int:
+        """Store one program with all its measured schedules, atomically; returns the program id."""
         with self.db:
-            self.db.execute(
+            pid = self.db.execute(
                 "INSERT INTO programs (hash, name, seed, idx, split, json, baseline_times, machine, created) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (program_hash, program_json["name"], seed, idx, split_of(program_hash),
-                 json.dumps(program_json, separators=(",", ":")), json.dumps(list(baseline_times)), machine, now))
+                 json.dumps(program_json, separators=(",", ":")), json.dumps(list(baseline_times)), machine,
+                 now)).lastrowid
             for r in rows:
                 cur = self.db.execute(
                     "INSERT INTO schedules (program, text, json, hash) VALUES (?, ?, ?, ?)",
-                    (program_hash, r.schedule_text, json.dumps(r.schedule_json, separators=(",", ":")),
+                    (pid, r.schedule_text, json.dumps(r.schedule_json, separators=(",", ":")),
                      schedule_hash(program_hash, r.schedule_text)))
                 self._insert_measurement(cur.lastrowid, machine, "label", r, now)
+        return pid
 
     def _insert_measurement(self, schedule_id: int, machine: int, kind: str, r: Row, now: float) -> None:
         self.db.execute(
@@ -141,20 +144,20 @@ class Store:
             (schedule_id, machine, kind, int(r.verified), r.error, json.dumps(list(r.times)),
              json.dumps(list(r.baseline_times)), r.median, r.baseline_median, r.speedup, now))
 
-    def add_noise(self, program_hash: str, machine: int, rows: list[Row], now: float) -> None:
-        """Store second measurements of already measured schedules."""
+    def add_noise(self, program: int, machine: int, rows: list[Row], now: float) -> None:
+        """Store second measurements of already measured schedules of program id ``program``."""
         with self.db:
             for r in rows:
-                sid = self.db.execute("SELECT id FROM schedules WHERE hash = ?",
-                                      (schedule_hash(program_hash, r.schedule_text),)).fetchone()
+                sid = self.db.execute("SELECT id FROM schedules WHERE program = ? AND text = ?",
+                                      (program, r.schedule_text)).fetchone()
                 if sid:
                     self._insert_measurement(sid[0], machine, "noise", r, now)
 
     # ---- reading ------------------------------------------------------------
-    def pending_noise(self, fraction: float) -> dict[str, list[str]]:
+    def pending_noise(self, fraction: float) -> dict[int, list[str]]:
         """Schedules chosen for re-measurement (by hash, ``fraction`` of them) that have none yet."""
         cut = int(fraction * 2**32)
-        out: dict[str, list[str]] = {}
+        out: dict[int, list[str]] = {}
         q = ("SELECT s.program, s.text, s.hash FROM schedules s JOIN measurements m ON m.schedule = s.id "
              "AND m.kind = 'label' AND m.verified = 1 WHERE NOT EXISTS (SELECT 1 FROM measurements n "
              "WHERE n.schedule = s.id AND n.kind = 'noise')")
@@ -163,10 +166,10 @@ class Store:
                 out.setdefault(prog, []).append(text)
         return out
 
-    def program_json(self, program_hash: str) -> dict:
-        row = self.db.execute("SELECT json FROM programs WHERE hash = ?", (program_hash,)).fetchone()
+    def program_json(self, program: int) -> dict:
+        row = self.db.execute("SELECT json FROM programs WHERE id = ?", (program,)).fetchone()
         if row is None:
-            raise LoopcostError(f"no program {program_hash} in {self.path}")
+            raise LoopcostError(f"no program {program} in {self.path}")
         return json.loads(row[0])
 
     def counts(self) -> dict:
@@ -179,9 +182,9 @@ class Store:
         }
 
     def labels(self, split: str | None = None):
-        """Yield (program hash, split, schedule text, speedup) of every verified label."""
-        q = ("SELECT p.hash, p.split, s.text, m.speedup FROM measurements m JOIN schedules s ON m.schedule = s.id "
-             "JOIN programs p ON s.program = p.hash WHERE m.kind = 'label' AND m.verified = 1")
+        """Yield (program id, split, schedule text, speedup) of every verified label."""
+        q = ("SELECT p.id, p.split, s.text, m.speedup FROM measurements m JOIN schedules s ON m.schedule = s.id "
+             "JOIN programs p ON s.program = p.id WHERE m.kind = 'label' AND m.verified = 1")
         args: tuple = ()
         if split:
             q += " AND p.split = ?"
@@ -197,5 +200,5 @@ class Store:
 
     def failures(self, limit: int = 20) -> list[tuple[str, str, str]]:
         q = ("SELECT p.name, s.text, m.error FROM measurements m JOIN schedules s ON m.schedule = s.id "
-             "JOIN programs p ON s.program = p.hash WHERE m.verified = 0 LIMIT ?")
+             "JOIN programs p ON s.program = p.id WHERE m.verified = 0 LIMIT ?")
         return list(self.db.execute(q, (limit,)))

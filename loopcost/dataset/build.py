@@ -75,7 +75,7 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
     stats = {"programs": 0, "schedules": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
     t0 = time.monotonic()
     with executor(workers, cluster) as ex:
-        pending: dict[cf.Future, str] = {}
+        pending: dict[cf.Future, str | int] = {}
         queue = list(todo)
         noise_due, flushed = 0, False
 
@@ -86,7 +86,7 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
         def submit_noise(final: bool) -> None:
             # re-measure at a different moment: programs stored a while ago (or all, at the end)
             recent = set() if final else {h for h, in store.db.execute(
-                "SELECT hash FROM programs ORDER BY created DESC LIMIT ?", (2 * workers + 2,))}
+                "SELECT id FROM programs ORDER BY id DESC LIMIT ?", (2 * workers + 2,))}
             for prog, texts in store.pending_noise(noise_fraction).items():
                 if prog not in recent and prog not in pending.values():
                     pending[ex.submit(remeasure, cfg, store.program_json(prog), texts)] = prog
