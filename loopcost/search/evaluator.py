@@ -1,0 +1,56 @@
+"""What a search asks for a batch of candidate states: a score each (higher is faster).
+
+``ModelEvaluator`` asks the cost model (``predict`` on a batch); ``MeasuringEvaluator``
+compiles the whole batch into one harness, runs it, and scores each state by its
+measured, verified speedup (0 if it failed verification).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..codegen.compiler import Toolchain, compile_c
+from ..codegen.harness import harness_c
+from ..costmodel.model import CostModel
+from ..ir.state import ProgramState
+from ..runner.local import Timing, run_variants
+from ..runner.verify import verdict
+
+
+@dataclass
+class ModelEvaluator:
+    model: CostModel
+    scored: int = 0
+
+    def score(self, states: list[ProgramState]) -> np.ndarray:
+        self.scored += len(states)
+        return self.model.predict(states) if states else np.zeros(0)
+
+
+@dataclass
+class MeasuringEvaluator:
+    toolchain: Toolchain = field(default_factory=Toolchain)
+    timing: Timing = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_time=1.0)
+    timeout: float = 600.0
+    scored: int = 0
+    details: dict = field(default_factory=dict)
+
+    def measure(self, states: list[ProgramState]) -> tuple[np.ndarray, list]:
+        """Speedup of each state over the unscheduled program (0.0 if not verified), and the raw results."""
+        if not states:
+            return np.zeros(0), []
+        self.scored += len(states)
+        initial = ProgramState.initial(states[0].program)
+        exe = compile_c(harness_c([initial, *states]), self.toolchain)
+        results = run_variants(exe, list(range(len(states) + 1)), timing=self.timing, timeout=self.timeout)
+        base = results[0]
+        out = []
+        for st, r in zip(states, results[1:], strict=True):
+            ok = base.ok and verdict(st.program, r).ok
+            out.append(base.median / r.median if ok and r.times else 0.0)
+        return np.array(out), results
+
+    def score(self, states: list[ProgramState]) -> np.ndarray:
+        return self.measure(states)[0]

@@ -1,0 +1,73 @@
+"""``optimize``: search with a cost model (or by measuring), then measure the top candidates and keep
+the fastest verified one, so the model's mistakes cannot make the result slower than the input."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..costmodel.model import CostModel
+from ..errors import LoopcostError
+from ..ir.program import Program
+from ..ir.state import ProgramState
+from ..transforms.schedule import Schedule
+from .beam import Scored, beam_search
+from .evaluator import MeasuringEvaluator, ModelEvaluator
+from .mcts import mcts
+from .random_search import random_search
+
+METHODS = ("beam", "mcts", "random", "exec")
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    schedule: Schedule
+    state: ProgramState
+    predicted_speedup: float | None
+    measured_speedup: float | None
+    verified: bool
+    search_time_s: float
+    candidates_scored: int
+    measured: list[tuple[str, float]]
+
+
+def search(state: ProgramState, method: str, evaluator, *, budget: int, seed: int) -> list[Scored]:
+    if method in ("beam", "exec"):
+        return beam_search(state, evaluator, beam_size=budget)
+    if method == "mcts":
+        return mcts(state, evaluator, iterations=25 * budget, seed=seed)
+    if method == "random":
+        return random_search(state, evaluator, samples=16 * budget, seed=seed)
+    raise LoopcostError(f"unknown search {method!r}; use one of {METHODS}")
+
+
+def optimize(program: Program, *, method: str = "beam", model: CostModel | None = None, budget: int = 4,
+             measure: bool = True, top_k: int = 5, seed: int = 0,
+             measurer: MeasuringEvaluator | None = None) -> OptimizeResult:
+    """Find a schedule for ``program``; with ``measure``, the returned one is measured and verified."""
+    state = ProgramState.initial(program)
+    measurer = measurer or MeasuringEvaluator()
+    if method == "exec":
+        evaluator = measurer
+    elif model is None:
+        raise LoopcostError(f"search {method!r} needs a cost model")
+    else:
+        evaluator = ModelEvaluator(model)
+    t0 = time.perf_counter()
+    ranked = search(state, method, evaluator, budget=budget, seed=seed)
+    elapsed = time.perf_counter() - t0
+    scored = evaluator.scored
+    best = ranked[0]
+    predicted = None if method == "exec" else best.score
+    if not measure:
+        return OptimizeResult(best.schedule, best.state, predicted, None, False, elapsed, scored, [])
+    top = ranked[:top_k]
+    if not any(not c.schedule.steps for c in top):  # the unscheduled program always competes
+        top.append(Scored(0.0, Schedule(), state))
+    speedups, _ = measurer.measure([c.state for c in top])
+    measured = [(str(c.schedule), float(s)) for c, s in zip(top, speedups, strict=True)]
+    k = max(range(len(top)), key=lambda i: speedups[i])
+    chosen = top[k]
+    pred = predicted if chosen is best else (None if method == "exec" else chosen.score)
+    return OptimizeResult(chosen.schedule, chosen.state, pred, float(speedups[k]), bool(speedups[k] > 0),
+                          elapsed, scored, measured)
