@@ -252,6 +252,47 @@ def cmd_dataset_pack(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_optimize(a: argparse.Namespace) -> int:
+    from .costmodel.model import CostModel
+    from .dataset.shipped import DATA
+    from .search.optimize import optimize
+
+    program = load_program(a.kernel, a.size)
+    model = None
+    if a.search != "exec":
+        path = Path(a.model) if a.model else DATA / "model.pt"
+        if not path.exists():
+            raise LoopcostError(f"no cost model at {path}: train one (`loopcost train`) and pass --model, "
+                                "or use --search exec")
+        model = CostModel.load(path)
+    r = optimize(program, method=a.search, model=model, budget=a.budget, measure=a.measure, top_k=a.top_k,
+                 seed=a.seed)
+    if a.emit_c:
+        code = kernel_file(r.state)
+        if a.emit_c == "-":
+            sys.stdout.write(code)
+        else:
+            Path(a.emit_c).write_text(code)
+    out = {"kernel": a.kernel, "size": a.size, "search": a.search, "schedule": str(r.schedule),
+           "predicted_speedup": r.predicted_speedup, "measured_speedup": r.measured_speedup,
+           "verified": r.verified, "search_time_s": r.search_time_s, "candidates_scored": r.candidates_scored,
+           "measured_top_k": [{"schedule": s, "speedup": v} for s, v in r.measured]}
+    if a.json:
+        print(json.dumps(out, indent=2))
+    elif a.emit_c != "-":
+        print(f"kernel      {a.kernel} ({a.size})")
+        print(f"schedule    {out['schedule'] or '(none: the unscheduled program was fastest)'}")
+        if r.predicted_speedup is not None:
+            print(f"predicted   {r.predicted_speedup:.2f}x")
+        if r.measured_speedup is not None:
+            print(f"measured    {r.measured_speedup:.2f}x over the unscheduled program "
+                  f"({'verified' if r.verified else 'NOT verified'})")
+        print(f"search      {r.search_time_s:.1f} s, {r.candidates_scored} candidates scored")
+        if a.emit_c:
+            print(f"wrote       {a.emit_c}")
+    return 0 if r.verified or not a.measure else 1
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -281,6 +322,20 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--deps", action="store_true", help="print exact dependences (isl)")
     g.add_argument("--loops", action="store_true", help="print each computation's loop names after the schedule")
     s.set_defaults(func=cmd_show)
+
+    o = sub.add_parser("optimize", help="search a schedule, measure the best candidates, keep the fastest")
+    o.add_argument("kernel", help="library kernel name, DSL .py file, or .json program")
+    o.add_argument("--size", default="small", choices=["small", "bench"])
+    o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec"])
+    o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x25 iterations; random: x16 samples)")
+    o.add_argument("--model", default=None, help="cost model (default: the shipped one)")
+    o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,
+                   help="measure the top candidates and keep the fastest verified one (default)")
+    o.add_argument("--top-k", type=int, default=5)
+    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--emit-c", default=None, help="write the optimized kernel as C to FILE (- for stdout)")
+    o.add_argument("--json", action="store_true")
+    o.set_defaults(func=cmd_optimize)
 
     k = sub.add_parser("kernels", help="list the library kernels")
     k.set_defaults(func=cmd_kernels)

@@ -122,3 +122,19 @@ def test_illegal_or_malformed_schedules_are_refused_clearly():
     assert r.returncode == 2 and "unknown transformation 'Q'" in r.stderr
     r = loopcost("run", "gemm", "--schedule", "I(i,zz)")
     assert r.returncode == 2 and "no loop 'zz'" in r.stderr
+
+
+def test_optimize_by_measuring_and_emit_c(tmp_path):
+    f = tmp_path / "scale.py"
+    f.write_text(DSL_OK)
+    out_c = tmp_path / "opt.c"
+    r = loopcost("optimize", str(f), "--search", "exec", "--budget", "1", "--json", "--emit-c", str(out_c))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for key in ("kernel", "schedule", "predicted_speedup", "measured_speedup", "verified", "search_time_s",
+                "candidates_scored"):
+        assert key in out
+    assert out["verified"] and out["measured_speedup"] > 0 and out["candidates_scored"] > 1
+    assert "void scale(" in out_c.read_text()
+    r = loopcost("optimize", str(f), "--model", str(tmp_path / "none.pt"))
+    assert r.returncode == 2 and "no cost model" in r.stderr
