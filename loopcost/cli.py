@@ -206,7 +206,8 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
     from .costmodel.metrics import metrics
     from .costmodel.model import CostModel
 
-    data = load(a.data).subset(a.split)
+    everything = load(a.data)
+    data = everything.subset(a.split)
     if len(data) == 0:
         raise LoopcostError(f"{a.data} has no record in split {a.split!r}")
     model = CostModel.load(a.model)
@@ -217,16 +218,17 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
     if a.gbt:
         from .costmodel.baselines import GradientBoosted
 
-        train = load(a.data).subset("train")
+        train = everything.subset("train")
         gbt = GradientBoosted().fit(train.trees, train.speedup)
         baselines["gradient_boosted"] = metrics(gbt.predict(data.trees), data.speedup, data.program)
     if a.db:
         from .database.store import Store
+        from .dataset.stats import noise_rel
 
         store = Store(a.db)
-        pairs = store.noise_pairs()
+        rel = noise_rel(store.noise_pairs())
         store.close()
-        report["noise_floor_mape"] = 100 * float(np.mean([abs(b - x) / x for x, b in pairs])) if pairs else None
+        report["noise_floor_mape"] = 100 * float(rel.mean()) if len(rel) else None
     out = {**report["model"], "split": a.split, "baselines": baselines,
            "noise_floor_mape": report.get("noise_floor_mape")}
     if a.json:

@@ -31,10 +31,6 @@ class Batch:
     loops: torch.Tensor        # (Nn, loop features); roots have zeros
     levels: list[Level]        # deepest first
     roots: torch.Tensor        # (B,) node id of each tree's root
-    target: torch.Tensor | None = None
-
-    def __len__(self) -> int:
-        return len(self.roots)
 
 
 def _pad(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,7 +41,7 @@ def _pad(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(idx), torch.tensor([len(r) for r in rows], dtype=torch.int64)
 
 
-def collate(trees: list[FeatureTree], targets: list[float] | None = None) -> Batch:
+def collate(trees: list[FeatureTree]) -> Batch:
     """One batch of trees: their vectors concatenated and their nodes listed depth by depth."""
     loop_size = trees[0].loops.shape[1] if trees else 0
     node_depth: list[int] = []
@@ -78,5 +74,4 @@ def collate(trees: list[FeatureTree], targets: list[float] | None = None) -> Bat
         hi, hl = _pad([node_children[i] for i in ids])
         levels.append(Level(torch.from_numpy(ids), ci, cl, hi, hl))
     return Batch(torch.from_numpy(np.concatenate([t.comps for t in trees])),
-                 torch.from_numpy(np.stack(node_loop_rows)), levels, torch.tensor(roots, dtype=torch.int64),
-                 None if targets is None else torch.tensor(targets, dtype=torch.float32))
+                 torch.from_numpy(np.stack(node_loop_rows)), levels, torch.tensor(roots, dtype=torch.int64))

@@ -19,6 +19,11 @@ def _quantiles(xs: list[float]) -> dict[str, float]:
         "geomean": float(math.exp(np.mean(np.log(a)))), "share_faster": float(np.mean(a > 1.0))}
 
 
+def noise_rel(pairs: list[tuple[float, float]]) -> np.ndarray:
+    """Relative difference between a label's speedup and its re-measurement."""
+    return np.array([abs(b - a) / a for a, b in pairs])
+
+
 def dataset_stats(db: str) -> dict:
     store = Store(db)
     counts = store.counts()
@@ -32,15 +37,15 @@ def dataset_stats(db: str) -> dict:
             n_nonempty += 1
             kinds.update({t.kind for t in Schedule.parse(text).steps})
     pairs = store.noise_pairs()
-    rel = [abs(b - a) / a for a, b in pairs]
+    rel = noise_rel(pairs)
     out = {
         **counts,
         "splits": dict(splits),
         "speedup": _quantiles(speedups),
         "transformation_share": {k: v / n_nonempty for k, v in sorted(kinds.items())} if n_nonempty else {},
         "noise_pairs": len(pairs),
-        "noise_median_rel": float(np.median(rel)) if rel else None,
-        "noise_p90_rel": float(np.percentile(rel, 90)) if rel else None,
+        "noise_median_rel": float(np.median(rel)) if len(rel) else None,
+        "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
         "machine": store.machines(),
         "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]} for p, s, e in store.failures(5)],
     }

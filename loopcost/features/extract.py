@@ -17,7 +17,7 @@ import islpy as isl
 import numpy as np
 
 from ..errors import LoopcostError
-from ..ir.expr import BinOp, Call, Const, walk
+from ..ir.expr import BinOp, Call, Const, reads, walk
 from ..ir.polyhedral import domain_str
 from ..ir.program import Program
 from ..ir.state import CompSchedule, ProgramState
@@ -71,7 +71,7 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
         if len(iters) > L.MAX_ITERS:
             raise FeatureLimitError(f"{p.name}: computation {c.name} has {len(iters)} loops; the features "
                                     f"allow {L.MAX_ITERS} (loopcost.features.layout.MAX_ITERS)")
-        accesses = [c.target] + [r for r in walk(c.rhs) if type(r).__name__ == "Read"]
+        accesses = [c.target, *reads(c.rhs)]
         if len(accesses) > L.MAX_ACCESSES:
             raise FeatureLimitError(f"{p.name}: computation {c.name} has {len(accesses)} accesses; the "
                                     f"features allow {L.MAX_ACCESSES}")

@@ -42,5 +42,5 @@ def measure(state: ProgramState, *, toolchain: Toolchain | None = None, runs: in
     if not base.ok:
         return Measurement(res, base, False, f"unscheduled program failed: {base.error}", compile_s)
     v = verdict(state.program, res)
-    return Measurement(res, base, v.ok, v.detail if res.ok else f"scheduled program failed: {res.error}",
+    return Measurement(res, base, v.ok, v.detail if res.ok else f"scheduled program failed: {v.detail}",
                        compile_s)

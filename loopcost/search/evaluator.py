@@ -35,7 +35,6 @@ class MeasuringEvaluator:
     timing: Timing = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_time=1.0)
     timeout: float = 600.0
     scored: int = 0
-    details: dict = field(default_factory=dict)
 
     def measure(self, states: list[ProgramState]) -> tuple[np.ndarray, list]:
         """Speedup of each state over the unscheduled program (0.0 if not verified), and the raw results."""

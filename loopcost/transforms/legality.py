@@ -95,11 +95,12 @@ def carried(state: ProgramState, loop: str) -> list[Dependence]:
     keys = {cs.betas[:level + 1] for cs in state.comps_with(loop)}
     inside = frozenset(cs.comp for cs in state.comps if cs.betas[:level + 1] in keys)
     sched = state.schedule_map().intersect_domain(domains(state.program, inside))
-    out = []
+    out, pairs = [], None
     for dep in program_dependences(state.program):
         if dep.relation.apply_domain(sched).apply_range(sched).intersect(same_outer).is_empty():
             continue
-        pairs = sched.apply_range(same_outer).apply_range(sched.reverse())
+        if pairs is None:  # instance pairs are costly: built once, and only when something is carried
+            pairs = sched.apply_range(same_outer).apply_range(sched.reverse())
         out.append(Dependence(dep.kind, dep.buffer, dep.relation.intersect(pairs)))
     return out
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 from ..ir.state import CODE_TAGS, LoopTag, ProgramState
 from .base import Transformation
+from .legality import loop_level
 from .levels import fresh_name, identity, insert_levels, rewrite
 
 
@@ -65,15 +66,11 @@ class Vectorize(Transformation):
             raise ScheduleError(f"vector width must be at least 2, got {self.width}")
         inner = fresh_name(state, f"{self.loop}_v")
         changed = {}
-        at = None
+        p = loop_level(state, self.loop)
         for cs in state.comps_with(self.loop):
-            p = cs.level_of(self.loop)
             if any(name is not None for name in cs.loops[p + 1:]):
                 raise ScheduleError(f"only an innermost loop can be vectorized; {self.loop!r} encloses "
                                     f"{[n for n in cs.loops[p + 1:] if n]} in {cs.comp}")
-            if at is not None and p != at:
-                raise ScheduleError(f"loop {self.loop!r} sits at different levels in different computations")
-            at = p
             exprs = identity(cs)
             exprs[p:p + 1] = [f"floor(l{p}/{self.width})", f"l{p}"]
             betas = list(cs.betas)
@@ -81,4 +78,4 @@ class Vectorize(Transformation):
             loops = list(cs.loops)
             loops[p + 1:p + 1] = [inner]
             changed[cs.comp] = rewrite(cs, exprs, betas, loops)
-        return insert_levels(state, at + 1, 1, changed).with_tags(LoopTag(inner, "vector", self.width))
+        return insert_levels(state, p + 1, 1, changed).with_tags(LoopTag(inner, "vector", self.width))

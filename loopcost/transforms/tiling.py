@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 from ..ir.state import LoopTag, ProgramState
 from .base import Transformation
+from .legality import loop_level
 from .levels import fresh_name, identity, insert_levels, rewrite
 
 
@@ -21,14 +22,10 @@ def tile_levels(state: ProgramState, loops: tuple[str, ...], sizes: tuple[int, .
     if any(s < 1 for s in sizes):
         raise ScheduleError(f"tile sizes must be positive, got {list(sizes)}")
     changed = {}
-    at = None
+    p = loop_level(state, loops[0])
     for cs in state.comps_with(*loops):
-        p = cs.level_of(loops[0])
         if [cs.level_of(lp) for lp in loops] != list(range(p, p + len(loops))):
             raise ScheduleError(f"loops {list(loops)} are not consecutive, outermost first, in {cs.comp}")
-        if at is not None and p != at:
-            raise ScheduleError(f"loops {list(loops)} sit at different levels in different computations")
-        at = p
         exprs = identity(cs)
         exprs[p:p] = [f"floor(l{p + k}/{s})" for k, s in enumerate(sizes)]
         betas = list(cs.betas)
@@ -36,7 +33,7 @@ def tile_levels(state: ProgramState, loops: tuple[str, ...], sizes: tuple[int, .
         names_ = list(cs.loops)
         names_[p:p] = names
         changed[cs.comp] = rewrite(cs, exprs, betas, names_)
-    return insert_levels(state, at, len(loops), changed)
+    return insert_levels(state, p, len(loops), changed)
 
 
 @dataclass(frozen=True)
