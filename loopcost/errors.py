@@ -39,3 +39,7 @@ class ScheduleError(LoopcostError):
 
 class IllegalScheduleError(ScheduleError):
     """A transformation would break a dependence; the message names it."""
+
+
+class CSourceError(KernelLoadError):
+    """A C file cannot be read into the IR; the message gives the file, the line and the reason."""

@@ -107,7 +107,7 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
         f[_CF["reduction_mul"]] = c.reduction == "*"
         f[_CF[p.buffer(c.target.buffer).dtype]] = 1
         f[_CF["n_iters"]] = len(iters)
-        f[_CF["log2_points"]] = _log2(_points(domain_str(c.name, loops)))
+        f[_CF["log2_points"]] = _log2(_points(domain_str(c, loops)))
         out[c.name] = (acc, f, len(iters))
     return out
 
@@ -174,7 +174,7 @@ def _level_block(state: ProgramState, name: str, extent: float, coef: tuple[floa
 
 def _comp_levels(state: ProgramState, cs: CompSchedule, n_iters: int) -> list[tuple[str, np.ndarray]]:
     loops = state.program.enclosing_loops(cs.comp)
-    levels = _levels(domain_str(cs.comp, loops), cs.loop_map, n_iters)
+    levels = _levels(domain_str(state.program.computation(cs.comp), loops), cs.loop_map, n_iters)
     out = [(name, _level_block(state, name, ext, coef))
            for name, (ext, coef) in zip(cs.loops, levels, strict=True) if name is not None]
     if len(out) > L.MAX_DEPTH:

@@ -10,17 +10,18 @@ import islpy as isl
 
 from ..errors import OutOfBoundsError
 from .expr import Read, reads
-from .program import Loop, Program
+from .program import Computation, Loop, Program
 
 
 def _tuple(comp: str, loops: tuple[Loop, ...]) -> str:
     return f"{comp}[{', '.join(lp.name for lp in loops)}]"
 
 
-def domain_str(comp: str, loops: tuple[Loop, ...]) -> str:
-    """isl text of one computation's iteration domain."""
+def domain_str(comp: Computation, loops: tuple[Loop, ...]) -> str:
+    """isl text of one computation's iteration domain (its loops' bounds and its guards)."""
     cons = [f"{lp.lower.to_c()} <= {lp.name} < {lp.upper.to_c()}" for lp in loops]
-    return "{ " + _tuple(comp, loops) + (" : " + " and ".join(cons) if cons else "") + " }"
+    cons += [f"{g.to_c()} >= 0" for g in comp.guards]
+    return "{ " + _tuple(comp.name, loops) + (" : " + " and ".join(cons) if cons else "") + " }"
 
 
 @functools.lru_cache(maxsize=256)
@@ -29,13 +30,13 @@ def domains(p: Program, only: frozenset[str] | None = None) -> isl.UnionSet:
     out = isl.UnionSet("{ }")
     for c, loops in p.walk_computations():
         if only is None or c.name in only:
-            out = out.union(isl.UnionSet(domain_str(c.name, loops)))
+            out = out.union(isl.UnionSet(domain_str(c, loops)))
     return out
 
 
-def access_map(comp: str, loops: tuple[Loop, ...], r: Read) -> isl.Map:
+def access_map(comp: Computation, loops: tuple[Loop, ...], r: Read) -> isl.Map:
     dom = isl.Set(domain_str(comp, loops))
-    m = isl.Map("{ " + _tuple(comp, loops) + f" -> {r.buffer}[{', '.join(a.to_c() for a in r.index)}] }}")
+    m = isl.Map("{ " + _tuple(comp.name, loops) + f" -> {r.buffer}[{', '.join(a.to_c() for a in r.index)}] }}")
     return m.intersect_domain(dom)
 
 
@@ -44,8 +45,8 @@ def accesses(p: Program) -> tuple[isl.UnionMap, isl.UnionMap]:
     rd, wr = isl.UnionMap("{ }"), isl.UnionMap("{ }")
     for c, loops in p.walk_computations():
         for r in c.reads():
-            rd = rd.union(isl.UnionMap.from_map(access_map(c.name, loops, r)))
-        wr = wr.union(isl.UnionMap.from_map(access_map(c.name, loops, c.target)))
+            rd = rd.union(isl.UnionMap.from_map(access_map(c, loops, r)))
+        wr = wr.union(isl.UnionMap.from_map(access_map(c, loops, c.target)))
     return rd, wr
 
 
@@ -56,7 +57,7 @@ def check_bounds(p: Program) -> None:
             b = p.buffer(r.buffer)
             box = isl.Set("{ " + f"{b.name}[{', '.join(f'd{k}' for k in range(len(b.shape)))}] : "
                           + " and ".join(f"0 <= d{k} < {s}" for k, s in enumerate(b.shape)) + " }")
-            touched = access_map(c.name, loops, r).range()
+            touched = access_map(c, loops, r).range()
             outside = touched.subtract(box)
             if not outside.is_empty():
                 pt = outside.sample_point()

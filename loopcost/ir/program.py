@@ -62,12 +62,17 @@ class Buffer:
 
 @dataclass(frozen=True)
 class Computation:
-    """``target = rhs``, or with ``reduction`` set, ``target = target OP rhs``."""
+    """``target = rhs``, or with ``reduction`` set, ``target = target OP rhs``.
+
+    ``guards`` are affine conditions ``g >= 0`` on the enclosing iterators (a C
+    ``if``); the computation runs only where all of them hold.
+    """
 
     name: str
     target: Read
     rhs: Expr
     reduction: str | None = None
+    guards: tuple[Affine, ...] = ()
 
     def reads(self) -> list[Read]:
         """Every read, including the target's own value for a reduction."""
@@ -160,6 +165,8 @@ class Program:
             d = {"computation": n.name, "target": expr_to_json(n.target), "rhs": expr_to_json(n.rhs)}
             if n.reduction:
                 d["reduction"] = n.reduction
+            if n.guards:
+                d["guards"] = [g.to_json() for g in n.guards]
             return d
 
         return {
@@ -192,7 +199,7 @@ class Program:
                     if not isinstance(target, Read):
                         raise ProgramError(f"target of {n['computation']!r} must be a buffer read")
                     return Computation(str(n["computation"]), target, expr_from_json(n["rhs"]),
-                                       n.get("reduction"))
+                                       n.get("reduction"), tuple(Affine.from_json(g) for g in n.get("guards", [])))
                 raise ProgramError(f"body node must have 'loop' or 'computation': {n!r}")
 
             return Program(str(d["name"]), bufs, tuple(node(n) for n in d["body"]))
@@ -254,6 +261,8 @@ def validate(p: Program) -> None:
                 if n.reduction is not None and n.reduction not in REDUCTIONS:
                     raise ProgramError(f"computation {n.name!r}: reduction {n.reduction!r} unknown; "
                                        f"use one of {REDUCTIONS}")
+                for g in n.guards:
+                    check_affine(g, scope, f"condition of computation {n.name!r}")
                 for r in [n.target] + reads(n.rhs):
                     if r.buffer not in bufs:
                         raise ProgramError(f"computation {n.name!r} uses unknown buffer {r.buffer!r}")

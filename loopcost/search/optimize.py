@@ -43,15 +43,19 @@ def search(state: ProgramState, method: str, evaluator, *, budget: int, seed: in
 
 def optimize(program: Program, *, method: str = "beam", model: CostModel | None = None, budget: int = 4,
              measure: bool = True, top_k: int = 5, seed: int = 0,
-             measurer: MeasuringEvaluator | None = None) -> OptimizeResult:
-    """Find a schedule for ``program``; with ``measure``, the returned one is measured and verified."""
+             measurer: MeasuringEvaluator | None = None, evaluator=None) -> OptimizeResult:
+    """Find a schedule for ``program``; with ``measure``, the returned one is measured and verified.
+
+    The search scores with ``evaluator`` when given (anything with ``score(states)`` and ``scored``),
+    else with ``model``, or by measuring for ``exec``.
+    """
     state = ProgramState.initial(program)
     measurer = measurer or MeasuringEvaluator()
-    if method == "exec":
+    if evaluator is None and method == "exec":
         evaluator = measurer
-    elif model is None:
+    elif evaluator is None and model is None:
         raise LoopcostError(f"search {method!r} needs a cost model")
-    else:
+    elif evaluator is None:
         evaluator = ModelEvaluator(model)
     t0 = time.perf_counter()
     ranked = search(state, method, evaluator, budget=budget, seed=seed)

@@ -1,0 +1,82 @@
+"""Write the user's function back with its region replaced by a call to the optimized kernel.
+
+The emitted file holds a ``static`` optimized kernel and the function with its
+original signature. The function runs the optimized kernel when the int
+parameters have the values it was specialized for, and the original code
+otherwise (or when a temporary cannot be allocated), so it is a drop-in
+replacement for every input.
+"""
+
+from __future__ import annotations
+
+from pycparser import c_ast, c_generator
+
+from ..codegen.c_source import MACROS, kernel_c
+from ..ir.program import DTYPES
+from ..ir.state import ProgramState
+from .translate import CKernel
+
+_MARKER = "LC_REGION_MARKER"
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def region_replacement(k: CKernel, kernel_name: str) -> str:
+    """C statements that run the optimized kernel, or the original region when they cannot."""
+    gen = c_generator.CGenerator()
+    p = k.program
+    lines = ["{", "  int lc_done = 0;"]
+    cond = " && ".join(f"{n} == {v}" for n, v in sorted(k.specialized.items()))
+    body: list[str] = []
+    temps = [b for b in p.buffers if k.arguments[b.name] is None]
+    for b in temps:
+        body.append(f"{DTYPES[b.dtype]} *lc_t_{b.name} = malloc(sizeof({DTYPES[b.dtype]}) * {b.size});")
+    args = [k.arguments[b.name] or f"(void *) lc_t_{b.name}" for b in p.buffers]
+    call = [f"{kernel_name}({', '.join(args)});", "lc_done = 1;"]
+    if temps:
+        body += [f"if ({' && '.join(f'lc_t_{b.name}' for b in temps)}) {{"] + ["  " + c for c in call] + ["}"]
+    else:
+        body += call
+    body += [f"free(lc_t_{b.name});" for b in temps]
+    if cond:
+        lines.append(f"  if ({cond}) {{")
+        lines += ["    " + b for b in body]
+        lines.append("  }")
+    else:
+        lines += ["  " + b for b in body]
+    original = gen.visit(c_ast.Compound(k.source.statements))
+    lines.append("  if (!lc_done)")
+    lines.append(_indent(original.rstrip(), "  "))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str:
+    """A C file with the optimized kernel and ``k``'s function, same name and signature."""
+    src = k.source
+    fname = src.name
+    kernel_name = f"lc_opt_{fname}"
+    items = src.block.block_items
+    lo, hi = (src.start - 1, src.stop + 1) if src.scop else (0, len(items or []))
+    marker = c_ast.FuncCall(c_ast.ID(_MARKER), None)
+    try:
+        src.block.block_items = list(items[:lo]) + [marker] + list(items[hi:])
+        text = c_generator.CGenerator().visit(src.function)
+    finally:
+        src.block.block_items = items
+    out_lines = []
+    replacement = region_replacement(k, kernel_name)
+    for line in text.splitlines():
+        if line.strip() == f"{_MARKER}();":
+            out_lines.append(_indent(replacement, line[:len(line) - len(line.lstrip())]))
+        else:
+            out_lines.append(line)
+    sizes = ", ".join(f"{n}={v}" for n, v in sorted(k.specialized.items()))
+    head = (f"/* {fname}, optimized by loopcost from {src.path.name}"
+            + (f"\n * schedule: {schedule}" if schedule else "")
+            + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
+            + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
+    return (head + "#include <math.h>\n#include <stdlib.h>\n" + MACROS + "\n"
+            + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")

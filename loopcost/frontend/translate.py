@@ -1,0 +1,679 @@
+"""Translate the region of a C function into a loopcost ``Program``.
+
+The subset: ``for`` loops with affine bounds and unit steps (up or down),
+affine ``if`` conditions, assignments and compound assignments to arrays and
+scalars, and arithmetic with math calls. Arrays come from parameters
+(fixed-size or variable-length) or locals; ``int`` parameters are sizes.
+Floating-point scalars declared outside the region are passed to the
+optimized kernel by address; scalars declared inside it are temporaries,
+expanded over the loops they live in when no value flows between iterations.
+Anything else is refused with the line and the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pycparser import c_ast, c_generator
+
+from ..errors import NotAffineError, ProgramError
+from ..ir.affine import Affine
+from ..ir.expr import BinOp, Call, Const, Expr, Read
+from ..ir.program import Buffer, Computation, Loop, Node, Program
+from .parse import CSource
+
+C_TYPES = {"double": "float64", "float": "float32", "int": "int32"}
+#: C math functions and the IR function each one is.
+MATH = {f: f for f in ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "pow")}
+MATH |= {f + "f": f for f in list(MATH)}
+MATH |= {"fabs": "abs", "fabsf": "abs", "fmax": "max", "fmaxf": "max", "fmin": "min", "fminf": "min"}
+_UNSUPPORTED = {
+    c_ast.While: "while loops", c_ast.DoWhile: "do-while loops", c_ast.Switch: "switch statements",
+    c_ast.Goto: "goto", c_ast.Break: "break", c_ast.Continue: "continue", c_ast.Label: "labels",
+    c_ast.FuncCall: "function calls as statements",
+}
+
+
+@dataclass
+class CKernel:
+    """A C function region read into the IR, with what emitting a drop-in replacement needs."""
+
+    source: CSource
+    program: Program
+    #: buffer name -> C argument that passes it to the optimized kernel (None: a temporary to allocate)
+    arguments: dict[str, str | None]
+    #: int parameters the program depends on, with the value it was built for
+    specialized: dict[str, int]
+    #: every int parameter's value (those without one are absent)
+    params: dict[str, int]
+    #: every array or floating-point parameter, used or not, as a buffer (scalars have shape (1,))
+    param_buffers: dict[str, Buffer]
+
+
+@dataclass
+class _Temp:
+    """A scalar declared inside the region: every access, in order, with its scope path."""
+
+    dtype: str
+    events: list[tuple[tuple, str, c_ast.Node]] = field(default_factory=list)
+
+
+def _text(node: c_ast.Node) -> str:
+    return c_generator.CGenerator().visit(node)
+
+
+def _int_literal(text: str) -> int:
+    t = text.rstrip("uUlL")
+    if t.lower().startswith("0x"):
+        return int(t, 16)
+    if len(t) > 1 and t.startswith("0"):
+        return int(t, 8)
+    return int(t)
+
+
+def _base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | None]]:
+    """(dtype, array dimensions) of a declaration's type; pointers and unknown types are refused."""
+    dims: list[c_ast.Node | None] = []
+    t = decl.type
+    while isinstance(t, c_ast.ArrayDecl):
+        dims.append(t.dim)
+        t = t.type
+    if isinstance(t, c_ast.PtrDecl):
+        raise src.error(decl, f"{decl.name!r} is a pointer; loopcost needs arrays with their sizes, "
+                              f"e.g. double {decl.name}[N][M] (pointer arithmetic is not supported)")
+    if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
+        raise src.error(decl, f"the type of {decl.name!r} is not supported (use double, float or int)")
+    names = [n for n in t.type.names if n not in ("signed",)]
+    name = " ".join(names)
+    if name not in C_TYPES:
+        raise src.error(decl, f"{decl.name!r} has type {name!r}; loopcost supports double, float and int")
+    return C_TYPES[name], dims
+
+
+class _Translator:
+    def __init__(self, src: CSource, params: dict[str, int]) -> None:
+        self.src = src
+        self.params = dict(params)
+        self.used_sizes: dict[str, int] = {}
+        self.buffers: dict[str, Buffer] = {}  # every array or scalar buffer that may be used
+        self.arguments: dict[str, str | None] = {}
+        self.written: set[str] = set()
+        self.read: set[str] = set()
+        self.scopes: list[dict[str, tuple]] = [{}]
+        self.taken: set[str] = set()
+        self.temps: dict[str, _Temp] = {}
+        self.path: list[tuple] = []
+        self.guards: list[Affine] = []
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self.stack: list[list[Node]] = [[]]
+        self.n_comps = 0
+        self.n_ifs = 0
+        self.size_params: set[str] = set()
+
+    # ---- names and scopes ---------------------------------------------
+    def fresh(self, name: str) -> str:
+        unique, k = name, 0
+        while unique in self.taken:
+            k += 1
+            unique = f"{name}_{k}"
+        self.taken.add(unique)
+        return unique
+
+    def bind(self, name: str, meaning: tuple) -> None:
+        self.scopes[-1][name] = meaning
+
+    def lookup(self, node: c_ast.ID) -> tuple:
+        for scope in reversed(self.scopes):
+            if node.name in scope:
+                return scope[node.name]
+        raise self.src.error(node, f"{node.name!r} is not declared (globals are not supported: pass it as a "
+                                   "parameter)")
+
+    def size(self, node: c_ast.ID, name: str) -> int:
+        if name not in self.params:
+            raise self.src.error(node, f"size parameter {name!r} has no value: give it with --param "
+                                       f"{name}=VALUE")
+        self.used_sizes[name] = self.params[name]
+        return self.params[name]
+
+    # ---- declarations outside the region ------------------------------
+    def declare_outside(self, decl: c_ast.Decl, is_param: bool, changed: set[str] = frozenset()) -> None:
+        """A parameter, or a local declared before the region. A local scalar initialized with a constant
+        and never changed is that constant; other scalars are passed to the kernel by address."""
+        if not isinstance(decl, c_ast.Decl) or decl.name is None:
+            return
+        if isinstance(decl.type, c_ast.FuncDecl):
+            return
+        dtype, dims = _base_type(self.src, decl)
+        if not is_param and not dims and decl.init is not None and decl.name not in changed:
+            v = self.value(decl.init)
+            if isinstance(v, int | Const):
+                self.bind(decl.name, ("const", Const(v) if isinstance(v, int) else v))
+                return
+        if dims or dtype != "int32":
+            self.taken.add(decl.name)
+        if dims:
+            shape = self.shape(decl, dims)
+            self.buffers[decl.name] = Buffer(decl.name, shape, dtype, "input")
+            self.arguments[decl.name] = decl.name
+            self.bind(decl.name, ("array", decl.name))
+        elif dtype == "int32":
+            self.bind(decl.name, ("size", decl.name) if is_param else ("int", None))
+            if is_param:
+                self.size_params.add(decl.name)
+        else:
+            self.buffers[decl.name] = Buffer(decl.name, (1,), dtype, "input")
+            self.arguments[decl.name] = f"&{decl.name}"
+            self.bind(decl.name, ("outer", decl.name))
+
+    def shape(self, decl: c_ast.Decl, dims: list[c_ast.Node | None]) -> tuple[int, ...]:
+        out = []
+        for d in dims:
+            if d is None:
+                raise self.src.error(decl, f"array {decl.name!r} needs every dimension, e.g. double "
+                                           f"{decl.name}[N][M], not {decl.name}[][M]")
+            a = self.affine(d)
+            if a.terms or a.const < 1:
+                raise self.src.error(d, f"dimension of {decl.name!r} must be a positive size, got {_text(d)}")
+            out.append(a.const)
+        return tuple(out)
+
+    # ---- affine expressions -------------------------------------------
+    def affine(self, node: c_ast.Node) -> Affine:
+        """Affine form of an index, bound or condition operand, in IR loop names."""
+        if isinstance(node, c_ast.Constant) and node.type == "int":
+            return Affine.of(_int_literal(node.value))
+        if isinstance(node, c_ast.ID):
+            kind, what = self.lookup(node)
+            if kind == "iter":
+                return what
+            if kind == "size":
+                return Affine.of(self.size(node, what))
+            if kind == "const" and isinstance(what.value, int):
+                return Affine.of(what.value)
+            if kind == "int":
+                raise self.src.error(node, f"{node.name!r} is used outside a loop that it is the iterator of")
+            raise self.src.error(node, f"{node.name!r} is data, not a loop iterator or size: "
+                                       f"'{_text(node)}' is not affine")
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+            a = self.affine(node.expr)
+            return -a if node.op == "-" else a
+        if isinstance(node, c_ast.Cast) and _text(node.to_type).strip() in ("int", "long"):
+            return self.affine(node.expr)
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "%"):
+            a, b = self.affine(node.left), self.affine(node.right)
+            if node.op == "+":
+                return a + b
+            if node.op == "-":
+                return a - b
+            if node.op == "*":
+                try:
+                    return a * b
+                except NotAffineError:
+                    raise self.src.error(node, f"'{_text(node)}' multiplies two iterators: not affine") from None
+            if a.terms or b.terms:
+                raise self.src.error(node, f"'{_text(node)}' divides an iterator: not affine")
+            if b.const == 0:
+                raise self.src.error(node, f"division by zero in '{_text(node)}'")
+            q = abs(a.const) // abs(b.const) * (1 if (a.const >= 0) == (b.const > 0) else -1)
+            return Affine.of(q if node.op == "/" else a.const - q * b.const)
+        raise self.src.error(node, f"'{_text(node)}' is not an affine expression of loop iterators and sizes")
+
+    def conditions(self, node: c_ast.Node) -> list[Affine]:
+        """An ``if`` condition as affine constraints ``g >= 0`` (a conjunction)."""
+        if isinstance(node, c_ast.BinaryOp) and node.op == "&&":
+            return self.conditions(node.left) + self.conditions(node.right)
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("<", "<=", ">", ">=", "=="):
+            a, b = self.affine(node.left), self.affine(node.right)
+            return {"<": [b - a - 1], "<=": [b - a], ">": [a - b - 1], ">=": [a - b],
+                    "==": [a - b, b - a]}[node.op]
+        raise self.src.error(node, f"condition '{_text(node)}' is not supported: use comparisons of affine "
+                                   "expressions (< <= > >= ==) joined by &&")
+
+    # ---- values ---------------------------------------------------------
+    def value(self, node: c_ast.Node) -> Expr | int:
+        """A right-hand side: an Expr, or an int for integer constant arithmetic (folded as C does)."""
+        if isinstance(node, c_ast.Constant):
+            if node.type == "int":
+                return _int_literal(node.value)
+            if node.type in ("double", "float"):
+                return Const(float(node.value.rstrip("fFlL")))
+            raise self.src.error(node, f"constant {node.value} of type {node.type} is not supported")
+        if isinstance(node, c_ast.ID):
+            kind, what = self.lookup(node)
+            if kind == "size":
+                return self.size(node, what)
+            if kind in ("iter", "int"):
+                raise self.src.error(node, f"loop iterator {node.name!r} is used as a value; loopcost "
+                                           "computations read arrays, scalars and constants")
+            if kind == "array":
+                raise self.src.error(node, f"array {node.name!r} is used without subscripts")
+            if kind == "const":
+                return what
+            return self.scalar(node, kind, what, "r")
+        if isinstance(node, c_ast.ArrayRef):
+            r = self.array_ref(node)
+            self.read.add(r.buffer)
+            return r
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+            v = self.value(node.expr)
+            if node.op == "+":
+                return v
+            return -v if isinstance(v, int) else Call("neg", (v,))
+        if isinstance(node, c_ast.Cast):
+            to = _text(node.to_type).strip()
+            v = self.value(node.expr)
+            if to in ("double", "float"):
+                return Const(float(v)) if isinstance(v, int) else v
+            if isinstance(v, int) and to == "int":
+                return v
+            raise self.src.error(node, f"cast to {to!r} is not supported")
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "%"):
+            a, b = self.value(node.left), self.value(node.right)
+            if isinstance(a, int) and isinstance(b, int):
+                return self._int_op(node, a, b)
+            if node.op == "%":
+                raise self.src.error(node, f"'%' on floating-point data in '{_text(node)}' is not supported")
+            return BinOp(node.op, Const(a) if isinstance(a, int) else a, Const(b) if isinstance(b, int) else b)
+        if isinstance(node, c_ast.FuncCall):
+            return self.call(node)
+        if isinstance(node, c_ast.TernaryOp):
+            raise self.src.error(node, "the ?: operator is data-dependent control flow; use fmax/fmin or an "
+                                       "affine if")
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("*", "&"):
+            raise self.src.error(node, f"pointer operation '{_text(node)}' is not supported")
+        if isinstance(node, c_ast.Assignment):
+            raise self.src.error(node, "assignments inside expressions are not supported")
+        raise self.src.error(node, f"expression '{_text(node)}' is not supported")
+
+    def _int_op(self, node: c_ast.Node, a: int, b: int) -> int:
+        if node.op in ("/", "%") and b == 0:
+            raise self.src.error(node, f"division by zero in '{_text(node)}'")
+        if node.op == "+":
+            return a + b
+        if node.op == "-":
+            return a - b
+        if node.op == "*":
+            return a * b
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)  # C truncates toward zero
+        return q if node.op == "/" else a - q * b
+
+    def expr(self, node: c_ast.Node) -> Expr:
+        v = self.value(node)
+        return Const(v) if isinstance(v, int) else v
+
+    def call(self, node: c_ast.FuncCall) -> Expr:
+        name = node.name.name if isinstance(node.name, c_ast.ID) else _text(node.name)
+        if name not in MATH:
+            raise self.src.error(node, f"call to unknown function {name!r}; loopcost knows "
+                                       f"{', '.join(sorted(MATH))}")
+        args = [self.expr(a) for a in (node.args.exprs if node.args else [])]
+        try:
+            return Call(MATH[name], tuple(args))
+        except ProgramError as e:
+            raise self.src.error(node, str(e)) from None
+
+    def array_ref(self, node: c_ast.ArrayRef) -> Read:
+        subs = []
+        base = node
+        while isinstance(base, c_ast.ArrayRef):
+            subs.append(base.subscript)
+            base = base.name
+        if not isinstance(base, c_ast.ID):
+            raise self.src.error(node, f"'{_text(node)}' is not an access to a named array")
+        kind, what = self.lookup(base)
+        if kind != "array":
+            raise self.src.error(node, f"{base.name!r} is subscripted but is not an array (pointer arithmetic "
+                                       "and subscripted scalars are not supported)")
+        index = tuple(self.affine(s) for s in reversed(subs))
+        if len(index) != len(self.buffers[what].shape):
+            raise self.src.error(node, f"{base.name!r} has {len(self.buffers[what].shape)} dimension(s) but "
+                                       f"'{_text(node)}' uses {len(index)}")
+        return Read(what, index)
+
+    def scalar(self, node: c_ast.Node, kind: str, name: str, event: str) -> Read:
+        """A scalar access: outer scalars are one-element buffers; temps are resolved at the end."""
+        if kind == "outer":
+            (self.written if event == "w" else self.read).add(name)
+            return Read(name, (Affine.of(0),))
+        self.temps[name].events.append((tuple(self.path), event, node))
+        return Read(name, ())
+
+    # ---- statements -----------------------------------------------------
+    def statements(self, items: list[c_ast.Node], allow_return: bool = False) -> None:
+        for k, item in enumerate(items):
+            if isinstance(item, c_ast.Return) and allow_return and k == len(items) - 1 and item.expr is None:
+                continue
+            self.statement(item)
+
+    def statement(self, node: c_ast.Node) -> None:
+        if isinstance(node, c_ast.Compound):
+            self.scopes.append({})
+            self.statements(node.block_items or [])
+            self.scopes.pop()
+        elif isinstance(node, c_ast.For):
+            self.for_loop(node)
+        elif isinstance(node, c_ast.If):
+            self.if_statement(node)
+        elif isinstance(node, c_ast.Assignment):
+            self.assignment(node)
+        elif isinstance(node, c_ast.Decl):
+            self.declaration(node)
+        elif isinstance(node, c_ast.DeclList):
+            for d in node.decls:
+                self.declaration(d)
+        elif isinstance(node, (c_ast.EmptyStatement, c_ast.Pragma)):
+            pass
+        elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
+            raise self.src.error(node, f"'{_text(node)}' outside a for header is not supported; write an "
+                                       "assignment")
+        elif type(node) in _UNSUPPORTED:
+            raise self.src.error(node, f"{_UNSUPPORTED[type(node)]} are not supported in the region (only for "
+                                       "loops with affine bounds, affine ifs and assignments)")
+        elif isinstance(node, c_ast.Return):
+            raise self.src.error(node, "return inside the region is not supported")
+        else:
+            raise self.src.error(node, f"statement '{_text(node)}' is not supported")
+
+    def declaration(self, decl: c_ast.Decl) -> None:
+        if decl.storage:
+            raise self.src.error(decl, f"{' '.join(decl.storage)} declarations are not supported in the region")
+        dtype, dims = _base_type(self.src, decl)
+        if dims:
+            if decl.init is not None:
+                raise self.src.error(decl, f"array initializers are not supported ({decl.name!r})")
+            name = self.fresh(decl.name)
+            self.buffers[name] = Buffer(name, self.shape(decl, dims), dtype, "temp")
+            self.arguments[name] = None
+            self.bind(decl.name, ("array", name))
+            return
+        if dtype == "int32":
+            if decl.init is not None:
+                raise self.src.error(decl, f"int variable {decl.name!r} is initialized; integer variables in "
+                                           "the region may only be loop iterators")
+            self.bind(decl.name, ("int", None))
+            return
+        name = self.fresh(decl.name)
+        self.temps[name] = _Temp(dtype)
+        self.bind(decl.name, ("temp", name))
+        if decl.init is not None:
+            if isinstance(decl.init, c_ast.InitList):
+                raise self.src.error(decl, "initializer lists are not supported")
+            self.add(Read(name, ()), decl.init, "=", decl)
+
+    def assignment(self, node: c_ast.Assignment) -> None:
+        lv = node.lvalue
+        if isinstance(lv, c_ast.ArrayRef):
+            target = self.array_ref(lv)
+        elif isinstance(lv, c_ast.ID):
+            kind, what = self.lookup(lv)
+            if kind in ("iter", "int", "size", "const"):
+                raise self.src.error(node, f"assignment to integer variable {lv.name!r}: integer variables may "
+                                           "only be loop iterators changed by their for header")
+            if kind == "array":
+                raise self.src.error(node, f"assignment to array {lv.name!r} without subscripts")
+            target = Read(what, (Affine.of(0),) if kind == "outer" else ())
+        else:
+            raise self.src.error(node, f"assignment to '{_text(lv)}' is not supported (pointer operations are "
+                                       "not)")
+        self.add(target, node.rvalue, node.op, node)
+
+    def add(self, target: Read, rvalue: c_ast.Node, op: str, node: c_ast.Node) -> None:
+        """One computation ``target op rvalue``."""
+        if op not in ("=", "+=", "-=", "*=", "/="):
+            raise self.src.error(node, f"operator {op} is not supported (use = += -= *= /=)")
+        rhs = self.expr(rvalue)
+        is_temp = target.buffer in self.temps
+        if op != "=":
+            self.note_read(target, is_temp, node)
+        reduction = None
+        if op in ("+=", "-="):
+            reduction, rhs = "+", (rhs if op == "+=" else Call("neg", (rhs,)))
+        elif op == "*=":
+            reduction = "*"
+        elif op == "/=":
+            rhs = BinOp("/", target, rhs)
+        elif isinstance(rhs, BinOp) and rhs.op == "+" and rhs.lhs == target:
+            reduction, rhs = "+", rhs.rhs
+        if is_temp:
+            self.temps[target.buffer].events.append((tuple(self.path), "w", node))
+        else:
+            self.written.add(target.buffer)
+        name = self.fresh(f"S{self.n_comps}")
+        self.n_comps += 1
+        self.stack[-1].append(Computation(name, target, rhs, reduction, tuple(self.guards)))
+
+    def note_read(self, target: Read, is_temp: bool, node: c_ast.Node) -> None:
+        if is_temp:
+            self.temps[target.buffer].events.append((tuple(self.path), "r", node))
+        else:
+            self.read.add(target.buffer)
+
+    def if_statement(self, node: c_ast.If) -> None:
+        if _has_array_ref(node.cond):
+            raise self.src.error(node, f"condition '{_text(node.cond)}' reads data: data-dependent control flow "
+                                       "is not supported (conditions must be affine in iterators and sizes)")
+        conds = self.conditions(node.cond)
+        branches = [(conds, node.iftrue)]
+        if node.iffalse is not None:
+            if len(conds) != 1 or (isinstance(node.cond, c_ast.BinaryOp) and node.cond.op == "=="):
+                raise self.src.error(node, "else is supported only after a single < <= > >= comparison")
+            branches.append(([-conds[0] - 1], node.iffalse))
+        for cs, body in branches:
+            live = [g for g in cs if g.terms]
+            if any(not g.terms and g.const < 0 for g in cs):
+                continue  # statically false: the branch never runs
+            self.n_ifs += 1
+            self.path.append(("if", self.n_ifs))
+            self.guards.extend(live)
+            self.statement(body)
+            del self.guards[len(self.guards) - len(live):]
+            self.path.pop()
+
+    def for_loop(self, node: c_ast.For) -> None:
+        var, start, decl_scope = self.loop_init(node)
+        step = self.loop_step(node, var)
+        cond = node.cond
+        if not isinstance(cond, c_ast.BinaryOp) or cond.op not in ("<", "<=", ">", ">="):
+            raise self.src.error(node, "the loop condition must compare the iterator with an affine bound "
+                                       "(< <= > >=)")
+        op, left, right = cond.op, cond.left, cond.right
+        if isinstance(right, c_ast.ID) and right.name == var and not (isinstance(left, c_ast.ID)
+                                                                      and left.name == var):
+            op, left, right = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op], right, left
+        if not (isinstance(left, c_ast.ID) and left.name == var):
+            raise self.src.error(cond, f"the loop condition must compare the iterator {var!r} with a bound")
+        bound = self.affine(right)
+        if var in bound.variables:
+            raise self.src.error(cond, "the loop bound depends on its own iterator")
+        name = self.fresh(var)
+        it = Affine.var(name)
+        if step > 0:
+            if op not in ("<", "<="):
+                raise self.src.error(cond, f"an increasing loop needs {var} < or <= its bound")
+            lower, upper, value = start, bound + (1 if op == "<=" else 0), it
+        else:
+            if op not in (">", ">="):
+                raise self.src.error(cond, f"a decreasing loop needs {var} > or >= its bound")
+            low = bound + (1 if op == ">" else 0)
+            lower, upper, value = Affine.of(0), start - low + 1, start - it
+        lo, _ = self.interval(lower)
+        _, hi = self.interval(upper)
+        self.ranges[name] = (lo, hi - 1)
+        self.scopes.append(dict(decl_scope))
+        self.bind(var, ("iter", value))
+        self.path.append(("loop", name))
+        self.stack.append([])
+        self.statement(node.stmt)
+        body = self.stack.pop()
+        self.path.pop()
+        self.scopes.pop()
+        if body:
+            self.stack[-1].append(Loop(name, lower, upper, tuple(body)))
+
+    def loop_init(self, node: c_ast.For) -> tuple[str, Affine, dict]:
+        init = node.init
+        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
+            d = init.decls[0]
+            dtype, dims = _base_type(self.src, d)
+            if dtype != "int32" or dims:
+                raise self.src.error(node, f"loop iterator {d.name!r} must be an int")
+            return d.name, self.affine(d.init), {d.name: ("int", None)}
+        if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
+            kind, _ = self.lookup(init.lvalue)
+            if kind not in ("int", "iter"):
+                raise self.src.error(node, f"loop iterator {init.lvalue.name!r} must be an int variable")
+            return init.lvalue.name, self.affine(init.rvalue), {}
+        raise self.src.error(node, "the loop must start with 'i = START' or 'int i = START'")
+
+    def loop_step(self, node: c_ast.For, var: str) -> int:
+        n = node.next
+        if isinstance(n, c_ast.UnaryOp) and isinstance(n.expr, c_ast.ID) and n.expr.name == var:
+            if n.op in ("++", "p++"):
+                return 1
+            if n.op in ("--", "p--"):
+                return -1
+        if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == var:
+            if n.op in ("+=", "-=") and isinstance(n.rvalue, c_ast.Constant) and n.rvalue.value == "1":
+                return 1 if n.op == "+=" else -1
+            if n.op == "=" and isinstance(n.rvalue, c_ast.BinaryOp) and n.rvalue.op in ("+", "-"):
+                r = n.rvalue
+                if (isinstance(r.left, c_ast.ID) and r.left.name == var and isinstance(r.right, c_ast.Constant)
+                        and r.right.value == "1"):
+                    return 1 if r.op == "+" else -1
+        raise self.src.error(node, f"the loop must step its iterator {var!r} by one (i++, i--, i += 1); other "
+                                   "steps are not supported")
+
+    def interval(self, a: Affine) -> tuple[int, int]:
+        """Bounds of an affine expression over the ranges of the loops it uses."""
+        lo = hi = a.const
+        for name, c in a.terms:
+            rlo, rhi = self.ranges[name]
+            lo += min(c * rlo, c * rhi)
+            hi += max(c * rlo, c * rhi)
+        return lo, hi
+
+    # ---- scalar temporaries --------------------------------------------
+    def place_temps(self) -> dict[str, Read]:
+        """A buffer and an index for every scalar temporary (see ``_expansion``)."""
+        out = {}
+        for name, t in self.temps.items():
+            if not t.events:
+                continue
+            loops = self._expansion(name, t)
+            if loops:
+                shape = tuple(self.ranges[lp][1] - min(self.ranges[lp][0], 0) + 1 for lp in loops)
+                index = tuple(Affine.var(lp) - min(self.ranges[lp][0], 0) for lp in loops)
+            else:
+                shape, index = (1,), (Affine.of(0),)
+            self.buffers[name] = Buffer(name, shape, t.dtype, "temp")
+            self.arguments[name] = None
+            out[name] = Read(name, index)
+        return out
+
+    def _expansion(self, name: str, t: _Temp) -> list[str]:
+        """Loops to expand a temporary over: those around all its accesses, if each iteration of them
+        starts by writing it unconditionally (no value flows between iterations); else none."""
+        paths = [p for p, _, _ in t.events]
+        common: list[tuple] = []
+        for level in zip(*paths, strict=False):
+            if all(x == level[0] for x in level):
+                common.append(level[0])
+            else:
+                break
+        first_path, first_kind, node = t.events[0]
+        if first_kind == "r":
+            raise self.src.error(node, f"scalar {name!r} is read before it is assigned")
+        if first_path != tuple(common):
+            return []
+        return [n for kind, n in common if kind == "loop"]
+
+
+def _has_array_ref(node: c_ast.Node) -> bool:
+    return isinstance(node, c_ast.ArrayRef) or any(_has_array_ref(c) for _, c in node.children())
+
+
+def _changed_names(body: c_ast.Node) -> set[str]:
+    """Names that are assigned, incremented or have their address taken anywhere in ``body``."""
+    out: set[str] = set()
+
+    class Visitor(c_ast.NodeVisitor):
+        def visit_Assignment(self, node: c_ast.Assignment) -> None:
+            if isinstance(node.lvalue, c_ast.ID):
+                out.add(node.lvalue.name)
+            self.generic_visit(node)
+
+        def visit_UnaryOp(self, node: c_ast.UnaryOp) -> None:
+            if node.op in ("&", "++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ID):
+                out.add(node.expr.name)
+            self.generic_visit(node)
+
+    Visitor().visit(body)
+    return out
+
+
+def _substitute(e: Expr, temps: dict[str, Read]) -> Expr:
+    if isinstance(e, Read):
+        return temps[e.buffer] if not e.index else e
+    if isinstance(e, BinOp):
+        return BinOp(e.op, _substitute(e.lhs, temps), _substitute(e.rhs, temps))
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(_substitute(a, temps) for a in e.args))
+    return e
+
+
+def _rebuild(nodes: list[Node] | tuple[Node, ...], temps: dict[str, Read]) -> tuple[Node, ...]:
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            out.append(Loop(n.name, n.lower, n.upper, _rebuild(n.body, temps)))
+        else:
+            target = _substitute(n.target, temps)
+            out.append(Computation(n.name, target, _substitute(n.rhs, temps), n.reduction, n.guards))
+    return tuple(out)
+
+
+def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
+    """Read ``src``'s region into a Program (named after the function)."""
+    t = _Translator(src, params or {})
+    func_params = src.function.decl.type.args.params if src.function.decl.type.args else []
+    for p in func_params:
+        if isinstance(p, c_ast.Decl):
+            t.declare_outside(p, is_param=True)
+        elif isinstance(p, c_ast.Typename) and _text(p).strip() == "void":
+            continue
+        else:
+            raise src.error(p, f"parameter '{_text(p)}' is not supported")
+    param_buffers = dict(t.buffers)
+    items = src.block.block_items or []
+    if src.scop:
+        if src.block is not src.function.body:
+            raise src.error(src.block, "the #pragma scop region must be in the function's outermost block")
+        changed = _changed_names(src.function.body)
+        for item in items[:src.start]:
+            if isinstance(item, c_ast.Decl):
+                t.declare_outside(item, is_param=False, changed=changed)
+    t.scopes.append({})
+    t.statements(src.statements, allow_return=not src.scop)
+    if not t.stack[0]:
+        raise src.error(src.function, f"the region of {src.name!r} computes nothing (no assignment to an array "
+                                      "or scalar)")
+    temps = t.place_temps()
+    used = t.read | t.written | set(temps)
+    buffers = []
+    for name, b in t.buffers.items():
+        if name not in used and b.role != "temp":
+            continue
+        role = b.role if b.role == "temp" else ("output" if name in t.written else "input")
+        buffers.append(Buffer(b.name, b.shape, b.dtype, role))
+    try:
+        program = Program(src.name, tuple(buffers), _rebuild(t.stack[0], temps))
+    except ProgramError as e:
+        raise src.error(src.function, str(e)) from None
+    arguments = {b.name: t.arguments[b.name] for b in program.buffers}
+    unknown = set(params or {}) - t.size_params
+    if unknown:
+        raise src.error(src.function, f"--param {', '.join(sorted(unknown))}: {src.name!r} has no such int "
+                                      f"parameter (it has {', '.join(sorted(t.size_params)) or 'none'})")
+    return CKernel(src, program, arguments, dict(t.used_sizes),
+                   {n: v for n, v in t.params.items() if n in t.size_params}, param_buffers)
