@@ -149,6 +149,11 @@ def test_unsupported_constructs_are_refused_with_the_line(tmp_path, body, reason
     assert "k.c:5:" in str(e.value) and reason in str(e.value), str(e.value)
 
 
+def test_syntax_errors_give_the_compilers_located_message(tmp_path):
+    with pytest.raises(CSourceError, match=r"k.c:5:\d+: error: expected expression"):
+        load_c(write(tmp_path, "for (i = 0; i < 10; i++) x[i] = 1.0 +;"))
+
+
 def test_pointer_parameters_and_missing_sizes_are_refused(tmp_path):
     with pytest.raises(CSourceError, match=r"k.c:1: 'p' is a pointer"):
         load_c(write(tmp_path, "for (i = 0; i < 10; i++) x[i] = p[i];", "double *p, double x[10]"))

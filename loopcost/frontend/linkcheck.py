@@ -17,7 +17,8 @@ from ..errors import CompileError, LoopcostError
 from ..ir.program import DTYPES
 from ..runner.local import machine_lock
 from ..runner.verify import RTOL
-from .translate import CKernel, _base_type
+from .parse import define_flags
+from .translate import CKernel, base_type
 
 ORIGINAL_FLAGS = ("-O3", "-march=native")
 EMITTED_FLAGS = ("-O3", "-march=native", "-fopenmp")
@@ -60,7 +61,7 @@ def harness_source(k: CKernel) -> str:
     for p in params:
         if not isinstance(p, c_ast.Decl):
             continue
-        dtype, dims = _base_type(k.source, p)
+        dtype, dims = base_type(k.source, p)
         if not dims:
             value = str(k.params.get(p.name, 1)) if dtype == "int32" else repr(next(scalars, 1.0))
             args_a.append(value)
@@ -146,7 +147,7 @@ def link_check(k: CKernel, emitted: str, *, runs: int = 3, defines: dict[str, st
     """Compile the original file (``original_cc original_flags``) and the emitted one (``cc -O3
     -march=native -fopenmp``), link both into one harness, compare their arrays and time them."""
     fn = k.source.name
-    dflags = [f"-D{n}" if v in (None, "") else f"-D{n}={v}" for n, v in (defines or {}).items()]
+    dflags = define_flags(defines)
     with tempfile.TemporaryDirectory(prefix="loopcost-link-") as tmp:
         d = Path(tmp)
         (d / "emitted.c").write_text(emitted)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pycparser import c_ast, c_parser
-from pycparser.plyparser import ParseError
+from pycparser.c_parser import ParseError
 
 from ..errors import CSourceError
 
@@ -56,6 +56,11 @@ class CSource:
         return CSourceError(f"{where}: {reason}")
 
 
+def define_flags(defines: dict[str, str] | None) -> list[str]:
+    """``-DNAME`` / ``-DNAME=VALUE`` compiler flags."""
+    return [f"-D{k}" if v is None or v == "" else f"-D{k}={v}" for k, v in (defines or {}).items()]
+
+
 def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None = None) -> str:
     """The file after the C preprocessor, with ``#include`` lines blanked and line numbers kept.
 
@@ -68,7 +73,7 @@ def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None
         raise CSourceError(f"cannot read {path}: {e.strerror or e}") from None
     text = _INCLUDE.sub("", text)
     cmd = shlex.split(cc or os.environ.get("CC", "cc")) + ["-E", "-xc", "-"]
-    cmd += [f"-D{k}" if v is None or v == "" else f"-D{k}={v}" for k, v in (defines or {}).items()]
+    cmd += define_flags(defines)
     try:
         proc = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -79,6 +84,19 @@ def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None
     return proc.stdout
 
 
+def _compiler_diagnostic(path: Path, defines: dict[str, str] | None, cc: str | None) -> str:
+    """The compiler's own first error for the file (with its line), or "" if it has none."""
+    text = _INCLUDE.sub("", path.read_text())
+    cmd = shlex.split(cc or os.environ.get("CC", "cc")) + ["-fsyntax-only", "-w", "-xc", "-"]
+    cmd += define_flags(defines)
+    try:
+        proc = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    return errors[0].replace("<stdin>", str(path)) if errors else ""
+
+
 def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str, str] | None = None,
             cc: str | None = None) -> CSource:
     """Parse ``path`` and find the region to optimize (see the module docstring)."""
@@ -87,7 +105,10 @@ def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str,
     try:
         ast = c_parser.CParser().parse(text, filename=str(path))
     except ParseError as e:
-        raise CSourceError(f"{str(e).replace('<stdin>', str(path))}: cannot parse (loopcost reads C99)") from None
+        msg = str(e).replace("<stdin>", str(path))
+        located = _compiler_diagnostic(path, defines, cc)
+        raise CSourceError(f"{msg}: cannot parse (loopcost reads C99)" + (f"\n{located}" if located else "")) \
+            from None
     funcs = [n for n in ast.ext if isinstance(n, c_ast.FuncDef)]
     if not funcs:
         raise CSourceError(f"{path}: no function definition found")

@@ -71,7 +71,7 @@ def _int_literal(text: str) -> int:
     return int(t)
 
 
-def _base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | None]]:
+def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | None]]:
     """(dtype, array dimensions) of a declaration's type; pointers and unknown types are refused."""
     dims: list[c_ast.Node | None] = []
     t = decl.type
@@ -144,7 +144,7 @@ class _Translator:
             return
         if isinstance(decl.type, c_ast.FuncDecl):
             return
-        dtype, dims = _base_type(self.src, decl)
+        dtype, dims = base_type(self.src, decl)
         if not is_param and not dims and decl.init is not None and decl.name not in changed:
             v = self.value(decl.init)
             if isinstance(v, int | Const):
@@ -378,7 +378,7 @@ class _Translator:
     def declaration(self, decl: c_ast.Decl) -> None:
         if decl.storage:
             raise self.src.error(decl, f"{' '.join(decl.storage)} declarations are not supported in the region")
-        dtype, dims = _base_type(self.src, decl)
+        dtype, dims = base_type(self.src, decl)
         if dims:
             if decl.init is not None:
                 raise self.src.error(decl, f"array initializers are not supported ({decl.name!r})")
@@ -515,7 +515,7 @@ class _Translator:
         init = node.init
         if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
             d = init.decls[0]
-            dtype, dims = _base_type(self.src, d)
+            dtype, dims = base_type(self.src, d)
             if dtype != "int32" or dims:
                 raise self.src.error(node, f"loop iterator {d.name!r} must be an int")
             return d.name, self.affine(d.init), {d.name: ("int", None)}

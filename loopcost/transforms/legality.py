@@ -72,9 +72,10 @@ def check_order(state: ProgramState) -> None:
     raise AssertionError("dependence violation not attributed")  # unreachable: the union was violated
 
 
-def loop_level(state: ProgramState, loop: str) -> int:
-    """The level of ``loop``, which must be the same in every computation it encloses."""
-    levels = {cs.level_of(loop) for cs in state.comps_with(loop)}
+def loop_level(state: ProgramState, loop: str, *among: str) -> int:
+    """The level of ``loop``, which must be the same in every computation it encloses (that ``among``
+    loops also enclose, when given: a tile of several loops only touches those computations)."""
+    levels = {cs.level_of(loop) for cs in state.comps_with(loop, *among)}
     if len(levels) != 1:
         raise ScheduleError(f"loop {loop!r} sits at different levels in different computations")
     return levels.pop()

@@ -22,7 +22,7 @@ def tile_levels(state: ProgramState, loops: tuple[str, ...], sizes: tuple[int, .
     if any(s < 1 for s in sizes):
         raise ScheduleError(f"tile sizes must be positive, got {list(sizes)}")
     changed = {}
-    p = loop_level(state, loops[0])
+    p = loop_level(state, *loops)
     for cs in state.comps_with(*loops):
         if [cs.level_of(lp) for lp in loops] != list(range(p, p + len(loops))):
             raise ScheduleError(f"loops {list(loops)} are not consecutive, outermost first, in {cs.comp}")
