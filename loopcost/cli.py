@@ -231,50 +231,92 @@ def cmd_train(a: argparse.Namespace) -> int:
     return 0
 
 
+def _shipped_data(db: Path) -> Path:
+    """The training-format export of ``db``, made once into the cache (it takes minutes)."""
+    from .codegen.compiler import cache_root
+    from .costmodel.data import export
+    from .dataset.progress import Progress
+
+    out = cache_root() / "shipped" / (db.stem + ".npz")
+    if not out.exists():
+        print(f"exporting {db.name} to the training format (once) ...", file=sys.stderr)
+        bar = Progress(1, "records", sys.stderr.isatty())
+
+        def tick(done: int, total: int) -> None:
+            bar.total = total
+            bar.advance(done - bar.done)
+
+        tmp = out.with_suffix(".tmp.npz")
+        export(str(db), str(tmp), tick)
+        tmp.replace(out)
+    return out
+
+
 def cmd_evaluate(a: argparse.Namespace) -> int:
     import numpy as np
 
     from .costmodel.data import load
     from .costmodel.metrics import metrics
     from .costmodel.model import CostModel
+    from .dataset.shipped import DATA, MANIFEST, shipped_db
 
-    everything = load(a.data)
+    db = Path(a.db) if a.db else (None if a.data else shipped_db())
+    data_path = Path(a.data) if a.data else _shipped_data(db)
+    everything = load(data_path)
     data = everything.subset(a.split)
     if len(data) == 0:
-        raise LoopcostError(f"{a.data} has no record in split {a.split!r}")
-    model = CostModel.load(a.model)
+        raise LoopcostError(f"{data_path} has no record in split {a.split!r}")
+    model_path = Path(a.model) if a.model else DATA / "model.pt"
+    model = CostModel.load(model_path)
     pred = model.predict_trees(data.trees)
-    report = {"model": metrics(pred, data.speedup, data.program),
-              "baseline_speedup_1": metrics(np.ones(len(data)), data.speedup, data.program)}
-    baselines = {"speedup_1": report["baseline_speedup_1"]}
+    predictions = {"model": pred}
+    baselines = {"speedup_1": metrics(np.ones(len(data)), data.speedup, data.program)}
     if a.gbt:
         from .costmodel.baselines import GradientBoosted
 
         train = everything.subset("train")
-        gbt = GradientBoosted().fit(train.trees, train.speedup)
-        baselines["gradient_boosted"] = metrics(gbt.predict(data.trees), data.speedup, data.program)
-    if a.db:
+        predictions["gradient_boosted"] = GradientBoosted().fit(train.trees, train.speedup).predict(data.trees)
+        baselines["gradient_boosted"] = metrics(predictions["gradient_boosted"], data.speedup, data.program)
+    noise = None
+    if db is not None:
         from .database.store import Store
         from .dataset.stats import noise_rel
 
-        store = Store(a.db)
+        store = Store(db)
         rel = noise_rel(store.noise_pairs())
         store.close()
-        report["noise_floor_mape"] = 100 * float(rel.mean()) if len(rel) else None
-    out = {**report["model"], "split": a.split, "baselines": baselines,
-           "noise_floor_mape": report.get("noise_floor_mape")}
+        noise = 100 * float(rel.mean()) if len(rel) else None
+    out = {**metrics(pred, data.speedup, data.program), "split": a.split, "model": str(model_path),
+           "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise}
+    if a.plots:
+        out["plots"] = [str(p) for p in save_plots_for(a.plots, data.speedup, predictions, a.split)]
+    if a.write_card:
+        card = dict(model.card)
+        card["evaluation"] = {k: v for k, v in out.items() if k not in ("plots",)}
+        if db is not None and not a.db and MANIFEST.exists():
+            card["evaluation"]["dataset_manifest"] = json.loads(MANIFEST.read_text())
+        Path(str(model_path) + ".card.json").write_text(json.dumps(card, indent=2))
     if a.json:
         print(json.dumps(out, indent=2))
     else:
-        m = report["model"]
-        print(f"{a.split}: {m['n']} schedules of {m['programs']} programs")
-        for name, r in (("model", m), *baselines.items()):
+        print(f"{a.split}: {out['n']} schedules of {out['programs']} programs")
+        for name, r in (("model", out), *baselines.items()):
             print(f"  {name:16} MAPE {r['mape']:.1f}%  median APE {r['median_ape']:.1f}%  Spearman/program "
                   f"{r['spearman_per_program_mean']:.3f}  pairwise {r['pairwise_accuracy']:.3f}  "
                   f"top-1 recovery {r['top1_recovery']:.3f}")
-        if out["noise_floor_mape"] is not None:
-            print(f"  noise floor (re-measured labels) MAPE {out['noise_floor_mape']:.1f}%")
+        if noise is not None:
+            print(f"  noise floor (re-measured labels) MAPE {noise:.1f}%")
+        for p in out.get("plots", []):
+            print(f"  wrote {p}")
+        if a.write_card:
+            print(f"  wrote the evaluation into {model_path}.card.json")
     return 0
+
+
+def save_plots_for(out_dir: str, measured, predictions: dict, split: str) -> list[Path]:
+    from .costmodel.plots import save_plots
+
+    return save_plots(out_dir, measured, predictions, f"({split} split)")
 
 
 def cmd_dataset_pack(a: argparse.Namespace) -> int:
@@ -459,9 +501,13 @@ def parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("evaluate", help="accuracy of a model on a split, next to baselines and the noise floor")
-    e.add_argument("--model", required=True)
-    e.add_argument("--data", required=True)
-    e.add_argument("--db", default=None, help="database of the data, for the noise floor")
+    e.add_argument("--model", default=None, help="model file (default: the shipped model)")
+    e.add_argument("--data", default=None,
+                   help=".npz from `loopcost dataset export` (default: the export of --db, made once)")
+    e.add_argument("--db", default=None,
+                   help="measurement database, for the data and the noise floor (default: the shipped dataset)")
+    e.add_argument("--plots", default=None, metavar="DIR", help="write scatter.png and errors.png into DIR")
+    e.add_argument("--write-card", action="store_true", help="record this evaluation in the model's card")
     e.add_argument("--split", default="test", choices=["train", "val", "test"])
     e.add_argument("--json", action="store_true")
     e.add_argument("--gbt", action="store_true", help="also train and score the gradient-boosted baseline")

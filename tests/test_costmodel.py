@@ -141,6 +141,21 @@ def test_export_train_resume_and_save(tmp_path):
     st = [ProgramState.initial(KERNELS["gemm"].program("small"))]
     assert np.allclose(model.predict(st), again.predict(st)) and again.card["data"] == str(db)
 
+    import json
+
+    from loopcost.cli import main
+
+    np.savez_compressed(tmp_path / "all.npz", **dict(np.load(tmp_path / "d.npz")) | {"split": data.split})
+    assert main(["evaluate", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "all.npz"), "--db", str(db),
+                 "--split", "train", "--json", "--plots", str(tmp_path / "plots"), "--write-card"]) == 0
+    card = json.loads((tmp_path / "m.pt.card.json").read_text())
+    for key in ("mape", "median_ape", "spearman_per_program_mean", "pairwise_accuracy", "top1_recovery",
+                "noise_floor_mape"):
+        assert key in card["evaluation"], key
+    assert card["evaluation"]["n"] == int((data.split == 0).sum())
+    for png in ("scatter.png", "errors.png"):
+        assert (tmp_path / "plots" / png).read_bytes()[:4] == b"\x89PNG"
+
 
 def test_gradient_boosted_baseline_fits_flat_features():
     from loopcost.costmodel.baselines import GradientBoosted, flatten

@@ -1,6 +1,7 @@
 """The C frontend: PolyBench-style C files read into programs equivalent to the library's DSL kernels,
 optimized, and written back as drop-in functions that compute what the originals compute."""
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from loopcost.kernels import KERNELS
 from loopcost.runner.local import run_binary
 from loopcost.runner.verify import RTOL, read_dump
 from loopcost.search.optimize import optimize
+from loopcost.transforms.schedule import Schedule
 
 C_DIR = Path(__file__).parent / "c"
 LIBRARY_FILES = sorted(p for p in C_DIR.glob("*.c") if p.stem in KERNELS)
@@ -119,6 +121,42 @@ def test_other_sizes_run_the_original_code(tmp_path):
     assert check.ok and set(check.errors) == {"x1", "x2"}
 
 
+def test_overlapping_arrays_run_the_original_code(tmp_path):
+    """The kernel's parameters are restrict. ``b[i] = a[i] + 1`` reversed is legal for distinct arrays,
+    but called with b = a + 1 the original chains the updates; the emitted function must notice the
+    overlap and run the original code."""
+    src = tmp_path / "shift.c"
+    src.write_text("void shift(double a[20], double b[20])\n{\n  int i;\n#pragma scop\n"
+                   "  for (i = 0; i < 20; i++)\n    b[i] = a[i] + 1.0;\n#pragma endscop\n}\n")
+    k = load_c(src)
+    emitted = emit_function(k, Schedule.parse("R(i)").apply(k.program))
+    assert "lc_disjoint(a, sizeof(double) * 20, b, sizeof(double) * 20)" in emitted
+    (tmp_path / "emitted.c").write_text(emitted)
+    (tmp_path / "main.c").write_text("""#include <stdio.h>
+void shift(double a[20], double b[20]);
+void lc_ref(double a[20], double b[20]);
+int main(void) {
+  static double x[21], y[21], u[20], v[20], w[20];
+  shift(x, x + 1);                      /* overlapping: must chain like the original */
+  lc_ref(y, y + 1);
+  for (int i = 0; i < 21; i++) if (x[i] != y[i]) { printf("differ at %d\\n", i); return 1; }
+  for (int i = 0; i < 20; i++) u[i] = i;
+  shift(u, v);                          /* distinct: the optimized kernel runs */
+  lc_ref(u, w);
+  for (int i = 0; i < 20; i++) if (v[i] != w[i]) { printf("differ at %d\\n", i); return 1; }
+  printf("same %g\\n", x[20]);
+  return 0;
+}
+""")
+    for c, extra in (("emitted.c", []), ("shift.c", ["-Dshift=lc_ref"])):
+        subprocess.run(["cc", "-O2", "-fopenmp", *extra, "-c", str(tmp_path / c), "-o", str(tmp_path / (c + ".o"))],
+                       check=True)
+    subprocess.run(["cc", "-fopenmp", str(tmp_path / "main.c"), str(tmp_path / "emitted.c.o"),
+                    str(tmp_path / "shift.c.o"), "-o", str(tmp_path / "check"), "-lm"], check=True)
+    out = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True)
+    assert out.stdout.strip() == "same 20", out.stdout
+
+
 def write(tmp_path, body: str, params: str = "double A[10][10], double B[10][10], double x[10]") -> Path:
     path = tmp_path / "k.c"
     path.write_text(f"void f({params})\n{{\n  int i, j;\n#pragma scop\n{body}\n#pragma endscop\n}}\n")
@@ -164,16 +202,19 @@ def test_pointer_parameters_and_missing_sizes_are_refused(tmp_path):
 
 
 def test_cli_optimizes_a_c_file_and_emits_a_checked_function(tmp_path, capsys):
-    out = tmp_path / "gemm_opt.c"
-    args = [str(C_DIR / "gemm.c"), "-D", "NI=40", "-D", "NJ=50", "-D", "NK=30", "--param", "ni=40",
-            "--param", "nj=50", "--param", "nk=30"]
-    assert main(["optimize", *args, "--search", "exec", "--budget", "1", "--top-k", "2", "--emit-c", str(out),
-                 "--json"]) == 0
+    out = tmp_path / "mvt_opt.c"
+    assert main(["optimize", str(C_DIR / "mvt.c"), "--param", "n=30", "--search", "exec", "--budget", "1",
+                 "--top-k", "2", "--emit-c", str(out), "--json"]) == 0
     import json
 
     report = json.loads(capsys.readouterr().out)
     assert report["verified"] and report["drop_in_check"]["verified"]
-    assert "void kernel_gemm(int ni, int nj, int nk" in out.read_text()
+    assert "void kernel_mvt(int n, double x1[n]" in out.read_text()
+    assert main(["optimize", str(C_DIR / "mvt.c"), "--param", "n=30", "--search", "exec", "--budget", "1",
+                 "--top-k", "1", "--emit-c", "-"]) == 0
+    assert capsys.readouterr().out.startswith("/* kernel_mvt, optimized by loopcost")
+    args = [str(C_DIR / "gemm.c"), "-D", "NI=40", "-D", "NJ=50", "-D", "NK=30", "--param", "ni=40",
+            "--param", "nj=50", "--param", "nk=30"]
     assert main(["show", *args]) == 0
     assert "C[c1][c3]" in capsys.readouterr().out
     assert main(["show", str(C_DIR / "gemm.c")]) == 2

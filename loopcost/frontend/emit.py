@@ -2,9 +2,10 @@
 
 The emitted file holds a ``static`` optimized kernel and the function with its
 original signature. The function runs the optimized kernel when the int
-parameters have the values it was specialized for, and the original code
-otherwise (or when a temporary cannot be allocated), so it is a drop-in
-replacement for every input.
+parameters have the values it was specialized for and no array it writes
+overlaps another array (the kernel's parameters are ``restrict``), and the
+original code otherwise (or when a temporary cannot be allocated), so it is a
+drop-in replacement for every input.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from ..ir.state import ProgramState
 from .translate import CKernel
 
 _MARKER = "LC_REGION_MARKER"
+_DISJOINT = """static int lc_disjoint(const void *a, size_t na, const void *b, size_t nb)
+{
+  return (uintptr_t) a + na <= (uintptr_t) b || (uintptr_t) b + nb <= (uintptr_t) a;
+}
+"""
 
 
 def _indent(text: str, prefix: str) -> str:
@@ -28,7 +34,14 @@ def region_replacement(k: CKernel, kernel_name: str) -> str:
     gen = c_generator.CGenerator()
     p = k.program
     lines = ["{", "  int lc_done = 0;"]
-    cond = " && ".join(f"{n} == {v}" for n, v in sorted(k.specialized.items()))
+    checks = [f"{n} == {v}" for n, v in sorted(k.specialized.items())]
+    arrays = [b for b in p.buffers if k.arguments[b.name] == b.name]
+    for i, x in enumerate(arrays):  # the kernel's restrict parameters: a written array may not overlap another
+        for y in arrays[i + 1:]:
+            if "output" in (x.role, y.role):
+                checks.append(f"lc_disjoint({x.name}, sizeof({DTYPES[x.dtype]}) * {x.size}, {y.name}, "
+                              f"sizeof({DTYPES[y.dtype]}) * {y.size})")
+    cond = " && ".join(checks)
     body: list[str] = []
     temps = [b for b in p.buffers if k.arguments[b.name] is None]
     for b in temps:
@@ -78,5 +91,5 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
             + (f"\n * schedule: {schedule}" if schedule else "")
             + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
             + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
-    return (head + "#include <math.h>\n#include <stdlib.h>\n" + MACROS + "\n"
+    return (head + "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n" + MACROS + _DISJOINT + "\n"
             + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")

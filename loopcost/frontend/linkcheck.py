@@ -141,25 +141,42 @@ def _run(cmd: list[str], what: str) -> str:
     return res.stdout
 
 
-def link_check(k: CKernel, emitted: str, *, runs: int = 3, defines: dict[str, str] | None = None,
-               cc: str = "cc", original_cc: str | None = None,
-               original_flags: tuple[str, ...] = ORIGINAL_FLAGS) -> LinkCheck:
-    """Compile the original file (``original_cc original_flags``) and the emitted one (``cc -O3
-    -march=native -fopenmp``), link both into one harness, compare their arrays and time them."""
+@dataclass(frozen=True)
+class Build:
+    """One version of the function: a C file's text and how to compile it."""
+
+    source: str
+    cc: str = "cc"
+    flags: tuple[str, ...] = EMITTED_FLAGS
+
+
+def original(k: CKernel, cc: str = "cc", flags: tuple[str, ...] = ORIGINAL_FLAGS) -> Build:
+    """The user's own file, compiled with ``cc flags`` (gcc -O3 by default)."""
+    return Build(k.source.path.read_text(), cc, flags)
+
+
+def link_check(k: CKernel, candidate: Build | str, *, reference: Build | None = None, runs: int = 3,
+               defines: dict[str, str] | None = None) -> LinkCheck:
+    """Link ``reference`` (default: the original file, gcc -O3) and ``candidate`` (emitted C, or any
+    Build) into one harness, compare the arrays they compute from the same inputs and time them
+    interleaved. ``defines`` apply to both compiles, as to the original's preprocessing."""
     fn = k.source.name
-    dflags = define_flags(defines)
+    if isinstance(candidate, str):
+        candidate = Build(candidate)
+    reference = reference or original(k)
+    common = define_flags(defines) + ["-I", str(k.source.path.resolve().parent), "-Dmain=lc_unused_main"]
     with tempfile.TemporaryDirectory(prefix="loopcost-link-") as tmp:
         d = Path(tmp)
-        (d / "emitted.c").write_text(emitted)
+        objs = []
+        for role, b in (("original", reference), ("optimized", candidate)):
+            (d / f"{role}.c").write_text(b.source)
+            cmd = shlex.split(b.cc) + list(b.flags) + common + [f"-D{fn}=lc_{role}", "-c", str(d / f"{role}.c"),
+                                                                "-o", str(d / f"{role}.o")]
+            _run(cmd, f"compiling the {role} function")
+            objs.append(str(d / f"{role}.o"))
         (d / "main.c").write_text(harness_source(k))
-        orig_cmd = shlex.split(original_cc or cc) + list(original_flags) + dflags + [
-            f"-D{fn}=lc_original", "-Dmain=lc_original_main", "-c", str(k.source.path.resolve()),
-            "-o", str(d / "original.o")]
-        _run(orig_cmd, "compiling the original function")
-        _run(shlex.split(cc) + list(EMITTED_FLAGS) + [f"-D{fn}=lc_optimized", "-c", str(d / "emitted.c"),
-                                                     "-o", str(d / "emitted.o")], "compiling the emitted function")
-        _run(shlex.split(cc) + ["-O2", "-fopenmp", str(d / "main.c"), str(d / "original.o"), str(d / "emitted.o"),
-                                "-o", str(d / "check"), "-lm"], "linking the check harness")
+        _run(["cc", "-O2", "-fopenmp", str(d / "main.c"), *objs, "-o", str(d / "check"), "-lm"],
+             "linking the check harness")
         with machine_lock():
             out = _run([str(d / "check"), str(runs)], "running the check harness")
     errors: dict[str, float] = {}
