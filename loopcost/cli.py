@@ -207,27 +207,40 @@ def cmd_dataset_export(a: argparse.Namespace) -> int:
 
 
 def cmd_train(a: argparse.Namespace) -> int:
+    import dataclasses
     import datetime
 
     from .costmodel.data import load
+    from .costmodel.metrics import metrics
     from .costmodel.model import CostModel
     from .costmodel.train import TrainConfig, train
     from .database.store import Store
 
     data = load(a.data)
     cfg = TrainConfig(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, loss=a.loss, seed=a.seed,
-                      threads=a.threads)
-    r = train(data, a.out, cfg, resume=not a.restart)
-    card = {"model": "recursive LSTM (Baghdadi et al. 2021)", "trained": datetime.date.today().isoformat(),
-            "data": str(a.data), "records": {"train": r["n_train"], "val": r["n_val"]}, "config": r["config"],
-            "validation": r["best_val"], "history": r["history"]}
+                      rank_weight=a.rank_weight, threads=a.threads)
+    if a.ensemble < 1:
+        raise LoopcostError("--ensemble must be at least 1")
+    runs = []
+    for k in range(a.ensemble):  # member k trains from seed + k, with its own checkpoint
+        out = a.out if a.ensemble == 1 else f"{a.out}.member{k}"
+        runs.append(train(data, out, dataclasses.replace(cfg, seed=cfg.seed + k), resume=not a.restart))
+    model = CostModel([r["net"] for r in runs])
+    val = data.subset("val")
+    best = metrics(model.predict_trees(val.trees), val.speedup, val.program)
+    card = {"model": "recursive LSTM (Baghdadi et al. 2021)" + (f", ensemble of {a.ensemble}" if a.ensemble > 1
+                                                               else ""),
+            "trained": datetime.date.today().isoformat(), "data": str(a.data),
+            "records": {"train": runs[0]["n_train"], "val": runs[0]["n_val"]}, "config": runs[0]["config"],
+            "validation": best, "history": [r["history"] for r in runs] if a.ensemble > 1 else runs[0]["history"]}
     if a.db:
         store = Store(a.db)
         card["machine"] = store.machines()
         store.close()
-    CostModel(r["net"], card).save(a.out)
-    print(f"saved {a.out} (validation MAPE {r['best_val']['mape']:.1f}%, Spearman per program "
-          f"{r['best_val']['spearman_per_program_mean']:.3f}); card: {a.out}.card.json")
+    model.card = card
+    model.save(a.out)
+    print(f"saved {a.out} (validation MAPE {best['mape']:.1f}%, Spearman per program "
+          f"{best['spearman_per_program_mean']:.3f}); card: {a.out}.card.json")
     return 0
 
 
@@ -495,6 +508,10 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=256)
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--loss", default="log_mse", choices=["mape", "log_mse"])
+    t.add_argument("--ensemble", type=int, default=1, help="train this many networks (seeds SEED, SEED+1, ...) "
+                   "and average them; their spread is an uncertainty estimate")
+    t.add_argument("--rank-weight", type=float, default=0.0,
+                   help="weight of a pairwise ranking loss among schedules of one program (default 0: none)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--restart", action="store_true", help="ignore an existing checkpoint")

@@ -107,6 +107,24 @@ def test_training_steps_reduce_the_loss():
     assert loss.item() < 0.1 * first
 
 
+def test_rank_loss_counts_only_pairs_of_one_program_beyond_the_noise_margin():
+    from loopcost.costmodel.train import batches, rank_loss
+
+    target = torch.tensor([1.0, 2.0, 1.01, 4.0])
+    program = torch.tensor([0, 0, 0, 1])
+    right = torch.log(target)  # ordered like the targets: small loss
+    wrong = -torch.log(target)
+    assert rank_loss(right, target, program) < rank_loss(wrong, target, program)
+    # pairs: (1 > 0) and (1 > 2) in program 0; (2 vs 0) is within the margin, program 1 has no pair
+    manual = torch.nn.functional.softplus(-(wrong[1] - wrong[0])) + torch.nn.functional.softplus(-(wrong[1] - wrong[2]))
+    assert torch.isclose(rank_loss(wrong, target, program), manual / 2)
+    import random
+
+    progs = np.repeat(np.arange(5), 6)
+    bs = batches(progs, 6, random.Random(0), grouped=True)
+    assert sorted(sum(bs, [])) == list(range(30)) and all(len(set(progs[b])) == 1 for b in bs)
+
+
 def test_metrics_on_known_cases():
     true = np.array([1.0, 2.0, 4.0, 0.5, 1.0, 3.0])
     prog = np.array([0, 0, 0, 1, 1, 1])
@@ -155,6 +173,27 @@ def test_export_train_resume_and_save(tmp_path):
     assert card["evaluation"]["n"] == int((data.split == 0).sum())
     for png in ("scatter.png", "errors.png"):
         assert (tmp_path / "plots" / png).read_bytes()[:4] == b"\x89PNG"
+    assert main(["train", "--data", str(tmp_path / "all.npz"), "--out", str(tmp_path / "e.pt"), "--epochs", "1",
+                 "--batch-size", "16", "--threads", "1", "--ensemble", "2", "--rank-weight", "0.5"]) == 0
+    ens = CostModel.load(tmp_path / "e.pt")
+    assert len(ens.nets) == 2 and "ensemble of 2" in ens.card["model"] and len(ens.card["history"]) == 2
+
+
+def test_an_ensemble_predicts_the_geometric_mean_and_its_spread(tmp_path):
+    torch.manual_seed(0)
+    nets = [RecursiveLSTM(L.COMP_SIZE, L.LOOP_SIZE) for _ in range(3)]
+    ts = trees()
+    singles = np.stack([CostModel(n).predict_trees(ts) for n in nets])
+    ens = CostModel(nets, {"members": 3})
+    assert np.allclose(ens.predict_trees(ts), np.exp(np.log(singles).mean(0)), rtol=1e-5)
+    assert np.allclose(ens.predict_log_std(ts), np.log(singles).std(0), atol=1e-5)
+    assert np.all(CostModel(nets[0]).predict_log_std(ts) == 0)
+    ens.save(tmp_path / "e.pt")
+    again = CostModel.load(tmp_path / "e.pt")
+    assert len(again.nets) == 3 and np.allclose(again.predict_trees(ts), ens.predict_trees(ts))
+    torch.save({"config": nets[0].config, "state_dict": nets[0].state_dict(),  # the single-network format
+                "feature_version": L.VERSION}, tmp_path / "old.pt")
+    assert np.allclose(CostModel.load(tmp_path / "old.pt").predict_trees(ts), singles[0], rtol=1e-5)
 
 
 def test_gradient_boosted_baseline_fits_flat_features():

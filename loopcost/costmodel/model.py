@@ -17,18 +17,31 @@ from .network import RecursiveLSTM
 
 
 class CostModel:
-    """A trained network and what it needs to be used: ``predict(batch) -> speedups``."""
+    """Trained networks and what they need to be used: ``predict(states) -> speedups``.
 
-    def __init__(self, net: RecursiveLSTM, card: dict | None = None) -> None:
-        self.net = net.eval()
+    With several networks (an ensemble trained from different seeds) the prediction is the geometric
+    mean of theirs, and ``predict_log_std`` says how much they disagree: an uncertainty estimate.
+    """
+
+    def __init__(self, nets: RecursiveLSTM | list[RecursiveLSTM], card: dict | None = None) -> None:
+        self.nets = [n.eval() for n in (nets if isinstance(nets, list) else [nets])]
         self.card = card or {}
 
     @torch.no_grad()
-    def predict_trees(self, trees: list[FeatureTree], batch_size: int = 512) -> np.ndarray:
+    def _log_predictions(self, trees: list[FeatureTree], batch_size: int) -> np.ndarray:
+        """(members, N) predicted log-speedups."""
         out = []
         for k in range(0, len(trees), batch_size):
-            out.append(torch.exp(self.net(collate(trees[k:k + batch_size]))).numpy())
-        return np.concatenate(out) if out else np.zeros(0)
+            b = collate(trees[k:k + batch_size])
+            out.append(torch.stack([net(b) for net in self.nets]).numpy())
+        return np.concatenate(out, axis=1) if out else np.zeros((len(self.nets), 0))
+
+    def predict_trees(self, trees: list[FeatureTree], batch_size: int = 512) -> np.ndarray:
+        return np.exp(self._log_predictions(trees, batch_size).mean(0))
+
+    def predict_log_std(self, trees: list[FeatureTree], batch_size: int = 512) -> np.ndarray:
+        """Spread of the members' log-speedup predictions (zero for a single network)."""
+        return self._log_predictions(trees, batch_size).std(0)
 
     def predict(self, states: list[ProgramState], batch_size: int = 512) -> np.ndarray:
         """Predicted speedups over the unscheduled program, one per state."""
@@ -40,7 +53,7 @@ class CostModel:
         path.parent.mkdir(parents=True, exist_ok=True)
         if card is not None:
             self.card = card
-        torch.save({"config": self.net.config, "state_dict": self.net.state_dict(),
+        torch.save({"members": [{"config": n.config, "state_dict": n.state_dict()} for n in self.nets],
                     "feature_version": layout.VERSION}, path)
         Path(str(path) + ".card.json").write_text(json.dumps(self.card, indent=2))
 
@@ -53,8 +66,11 @@ class CostModel:
         if blob.get("feature_version") != layout.VERSION:
             raise LoopcostError(f"{path} was trained on feature layout {blob.get('feature_version')}; this "
                                 f"loopcost computes layout {layout.VERSION}: train it again")
-        net = RecursiveLSTM(**blob["config"])
-        net.load_state_dict(blob["state_dict"])
+        nets = []
+        for member in blob.get("members", [blob]):  # a single-network file keeps config/state_dict at the top
+            net = RecursiveLSTM(**member["config"])
+            net.load_state_dict(member["state_dict"])
+            nets.append(net)
         card_path = Path(str(path) + ".card.json")
         card = json.loads(card_path.read_text()) if card_path.exists() else {}
-        return CostModel(net, card)
+        return CostModel(nets, card)

@@ -32,12 +32,47 @@ class TrainConfig:
     dropout: float = 0.05
     seed: int = 0
     threads: int = 2
+    #: weight of the pairwise ranking term (0: pure regression); batches then group schedules by program
+    rank_weight: float = 0.0
 
 
 def _loss(out: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
     if kind == "mape":
         return (torch.abs(torch.exp(out) - target) / target).mean()
     return ((out - torch.log(target)) ** 2).mean()
+
+
+def rank_loss(out: torch.Tensor, target: torch.Tensor, program: torch.Tensor, margin: float = 0.02) -> torch.Tensor:
+    """Pairwise logistic loss over schedules of the same program whose measured log-speedups differ by
+    more than ``margin`` (closer pairs are within the noise): softplus(-(o_faster - o_slower))."""
+    lt = torch.log(target)
+    same = program[:, None] == program[None, :]
+    faster = (lt[:, None] - lt[None, :]) > margin
+    mask = same & faster
+    if not mask.any():
+        return out.sum() * 0.0
+    diff = out[:, None] - out[None, :]
+    return torch.nn.functional.softplus(-diff[mask]).mean()
+
+
+def batches(programs: np.ndarray, batch_size: int, rng: random.Random, grouped: bool) -> list[list[int]]:
+    """Index batches of one epoch: shuffled records, or, ``grouped``, whole programs in shuffled order
+    (their schedules shuffled) cut into batches, so that most pairs of a program share a batch."""
+    if grouped:
+        by_prog: dict[int, list[int]] = {}
+        for i, pr in enumerate(programs.tolist()):
+            by_prog.setdefault(pr, []).append(i)
+        keys = list(by_prog)
+        rng.shuffle(keys)
+        order = []
+        for key in keys:
+            idx = by_prog[key]
+            rng.shuffle(idx)
+            order += idx
+    else:
+        order = list(range(len(programs)))
+        rng.shuffle(order)
+    return [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
 
 
 def predict(net: RecursiveLSTM, data: Dataset, batch_size: int = 512) -> np.ndarray:
@@ -76,16 +111,17 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
             progress(f"resuming from {ckpt} after epoch {state['epoch']}")
     rng = random.Random(cfg.seed + state["epoch"])
     targets = torch.tensor(tr.speedup, dtype=torch.float32)
+    progs = torch.tensor(tr.program)
     for epoch in range(state["epoch"], cfg.epochs):
         t0 = time.time()
         net.train()
-        order = list(range(len(tr)))
-        rng.shuffle(order)
         total = 0.0
-        for k in range(0, len(order), cfg.batch_size):
-            idx = order[k:k + cfg.batch_size]
+        for idx in batches(tr.program, cfg.batch_size, rng, grouped=cfg.rank_weight > 0):
             b = collate([tr.trees[i] for i in idx])
-            loss = _loss(net(b), targets[idx], cfg.loss)
+            out = net(b)
+            loss = _loss(out, targets[idx], cfg.loss)
+            if cfg.rank_weight > 0:
+                loss = loss + cfg.rank_weight * rank_loss(out, targets[idx], progs[idx])
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
