@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from polly import CLANG, POLLY, POLLY_PAR, ensure_polly
 
 from loopcost.costmodel.model import CostModel
 from loopcost.frontend import load_c
@@ -30,18 +28,6 @@ from loopcost.kernels import KERNELS
 from loopcost.search.optimize import optimize
 
 ROOT = Path(__file__).resolve().parent.parent
-CLANG = "clang-16"
-POLLY = ("-O3", "-march=native", "-mllvm", "-polly")
-POLLY_PAR = POLLY + ("-mllvm", "-polly-parallel", "-fopenmp")
-
-
-def ensure_polly() -> None:
-    if shutil.which(CLANG):
-        return
-    if os.geteuid() != 0:
-        sys.exit(f"{CLANG} not found: apt-get install clang-16 libpolly-16-dev libomp-16-dev")
-    subprocess.run(["apt-get", "install", "-y", "clang-16", "libpolly-16-dev", "libomp-16-dev"], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def sizes_of(path: Path, size: str) -> tuple[dict[str, str], dict[str, int]]:

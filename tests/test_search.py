@@ -54,3 +54,15 @@ def test_optimize_by_measuring_returns_a_verified_schedule_not_slower_than_the_i
     assert "" in [s for s, _ in r.measured]  # the unscheduled program competed
     assert r.measured_speedup == max(s for _, s in r.measured)
     assert r.candidates_scored > 3
+
+
+def test_model_scores_states_beyond_the_feature_limits_as_zero():
+    from loopcost.costmodel.model import CostModel
+    from loopcost.costmodel.network import RecursiveLSTM
+    from loopcost.features import layout as L
+    from loopcost.search.evaluator import ModelEvaluator
+
+    deep = Schedule.parse("T3(i,j,k,8,8,8) T3(i,j,k,4,4,4) T3(i,j,k,2,2,2) T2(i,j,2,2)").apply(gemm().program)
+    ev = ModelEvaluator(CostModel(RecursiveLSTM(L.COMP_SIZE, L.LOOP_SIZE)))
+    scores = ev.score([gemm(), deep])
+    assert scores[0] > 0 and scores[1] == 0 and ev.scored == 2

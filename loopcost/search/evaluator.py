@@ -14,6 +14,7 @@ import numpy as np
 from ..codegen.compiler import Toolchain, compile_c
 from ..codegen.harness import harness_c
 from ..costmodel.model import CostModel
+from ..features.extract import FeatureLimitError, featurize
 from ..ir.state import ProgramState
 from ..runner.local import Timing, run_variants
 from ..runner.verify import verdict
@@ -21,12 +22,25 @@ from ..runner.verify import verdict
 
 @dataclass
 class ModelEvaluator:
+    """Scores by the cost model; a state beyond the features' limits (too deep after tiling) scores 0,
+    so the search never keeps what the model cannot judge."""
+
     model: CostModel
     scored: int = 0
 
     def score(self, states: list[ProgramState]) -> np.ndarray:
         self.scored += len(states)
-        return self.model.predict(states) if states else np.zeros(0)
+        trees, keep = [], []
+        for k, st in enumerate(states):
+            try:
+                trees.append(featurize(st))
+                keep.append(k)
+            except FeatureLimitError:
+                pass
+        out = np.zeros(len(states))
+        if trees:
+            out[keep] = self.model.predict_trees(trees)
+        return out
 
 
 @dataclass
