@@ -184,3 +184,20 @@ def test_shipped_schedules_still_apply_to_their_programs():
             (js,) = db.execute("SELECT json FROM programs WHERE id = ?", (pid,)).fetchone()
             programs[pid] = Program.from_json(json.loads(js))
         Schedule.parse(text).apply(programs[pid])
+
+
+def test_slow_labels_are_rechecked_and_the_faster_measurement_wins(tmp_path, monkeypatch):
+    import loopcost.dataset.build as build_module
+    from loopcost.database.store import Store
+
+    monkeypatch.setattr(build_module, "RECHECK_BELOW", 1e9)  # every label counts as slow: all are rechecked
+    db = tmp_path / "d.db"
+    stats = build(str(db), programs=3, cfg=BuildConfig(seed=3, schedules=3, generator=TINY), workers=1,
+                  progress=False, noise_fraction=0.0)
+    store = Store(db)
+    pairs, labels = store.recheck_pairs(), list(store.labels())
+    assert stats["recheck"] == len(pairs) == len(labels) == stats["schedules"] > 0
+    assert sorted(sp for *_, sp in labels) == pytest.approx(sorted(max(a, b) for a, b in pairs))
+    assert store.pending("recheck", below=1e9) == {}
+    store.close()
+    assert dataset_stats(str(db))["rechecked"] == len(pairs)

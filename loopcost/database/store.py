@@ -144,25 +144,26 @@ class Store:
             (schedule_id, machine, kind, int(r.verified), r.error, json.dumps(list(r.times)),
              json.dumps(list(r.baseline_times)), r.median, r.baseline_median, r.speedup, now))
 
-    def add_noise(self, program: int, machine: int, rows: list[Row], now: float) -> None:
-        """Store second measurements of already measured schedules of program id ``program``."""
+    def add_remeasured(self, program: int, machine: int, rows: list[Row], now: float, kind: str) -> None:
+        """Store second measurements (``noise`` or ``recheck``) of measured schedules of program id ``program``."""
         with self.db:
             for r in rows:
                 sid = self.db.execute("SELECT id FROM schedules WHERE program = ? AND text = ?",
                                       (program, r.schedule_text)).fetchone()
                 if sid:
-                    self._insert_measurement(sid[0], machine, "noise", r, now)
+                    self._insert_measurement(sid[0], machine, kind, r, now)
 
     # ---- reading ------------------------------------------------------------
-    def pending_noise(self, fraction: float) -> dict[int, list[str]]:
-        """Schedules chosen for re-measurement (by hash, ``fraction`` of them) that have none yet."""
+    def pending(self, kind: str, *, fraction: float = 0.0, below: float = 0.0) -> dict[int, list[str]]:
+        """Labelled schedules due for a second measurement of ``kind`` that have none yet: for ``noise``,
+        ``fraction`` of them chosen by hash; for ``recheck``, those with a speedup below ``below``."""
         cut = int(fraction * 2**32)
         out: dict[int, list[str]] = {}
-        q = ("SELECT s.program, s.text, s.hash FROM schedules s JOIN measurements m ON m.schedule = s.id "
+        q = ("SELECT s.program, s.text, s.hash, m.speedup FROM schedules s JOIN measurements m ON m.schedule = s.id "
              "AND m.kind = 'label' AND m.verified = 1 WHERE NOT EXISTS (SELECT 1 FROM measurements n "
-             "WHERE n.schedule = s.id AND n.kind = 'noise')")
-        for prog, text, h in self.db.execute(q):
-            if int(h[:8], 16) < cut:
+             "WHERE n.schedule = s.id AND n.kind = ?)")
+        for prog, text, h, speedup in self.db.execute(q, (kind,)):
+            if (int(h[:8], 16) < cut) if kind == "noise" else speedup < below:
                 out.setdefault(prog, []).append(text)
         return out
 
@@ -182,14 +183,23 @@ class Store:
         }
 
     def labels(self, split: str | None = None):
-        """Yield (program id, split, schedule text, speedup) of every verified label."""
-        q = ("SELECT p.id, p.split, s.text, m.speedup FROM measurements m JOIN schedules s ON m.schedule = s.id "
-             "JOIN programs p ON s.program = p.id WHERE m.kind = 'label' AND m.verified = 1")
+        """Yield (program id, split, schedule text, speedup) of every verified label. A rechecked label
+        gives the faster of its two measurements: interference only ever slows a run down."""
+        q = ("SELECT p.id, p.split, s.text, MAX(m.speedup) FROM measurements m JOIN schedules s ON m.schedule = s.id "
+             "JOIN programs p ON s.program = p.id WHERE m.kind IN ('label', 'recheck') AND m.verified = 1 "
+             "AND EXISTS (SELECT 1 FROM measurements l WHERE l.schedule = s.id AND l.kind = 'label' "
+             "AND l.verified = 1)")
         args: tuple = ()
         if split:
             q += " AND p.split = ?"
             args = (split,)
-        yield from self.db.execute(q + " ORDER BY p.seed, p.idx, s.id", args)
+        yield from self.db.execute(q + " GROUP BY s.id ORDER BY p.seed, p.idx, s.id", args)
+
+    def recheck_pairs(self) -> list[tuple[float, float]]:
+        """(label speedup, rechecked speedup) of every rechecked schedule."""
+        q = ("SELECT a.speedup, b.speedup FROM measurements a JOIN measurements b ON a.schedule = b.schedule "
+             "WHERE a.kind = 'label' AND b.kind = 'recheck' AND a.verified = 1 AND b.verified = 1")
+        return [(a, b) for a, b in self.db.execute(q) if a and b]
 
     def noise_pairs(self) -> list[tuple[float, float]]:
         """(label speedup, re-measured speedup) of every schedule measured twice."""

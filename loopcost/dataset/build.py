@@ -23,6 +23,9 @@ from .tasks import BatchResult, BuildConfig, measure_program, remeasure
 
 #: share of measured schedules that are measured a second time, later, for the noise estimate
 NOISE_FRACTION = 0.05
+#: schedules measured slower than this (speedup) are measured again later, and the faster measurement is the
+#: label: another process on the machine can stall OpenMP barriers a thousandfold (seen in noise pairs)
+RECHECK_BELOW = 0.1
 
 
 @contextmanager
@@ -75,31 +78,33 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
     stats = {"programs": 0, "schedules": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
     t0 = time.monotonic()
     with executor(workers, cluster) as ex:
-        pending: dict[cf.Future, str | int] = {}
+        pending: dict[cf.Future, tuple[str, int | None]] = {}
         queue = list(todo)
         noise_due, flushed = 0, False
 
         def fill() -> None:
             while queue and len(pending) < 2 * workers:
-                pending[ex.submit(measure_program, cfg, queue.pop(0))] = "label"
+                pending[ex.submit(measure_program, cfg, queue.pop(0))] = ("label", None)
 
         def submit_noise(final: bool) -> None:
             # re-measure at a different moment: programs stored a while ago (or all, at the end)
             recent = set() if final else {h for h, in store.db.execute(
                 "SELECT id FROM programs ORDER BY id DESC LIMIT ?", (2 * workers + 2,))}
-            for prog, texts in store.pending_noise(noise_fraction).items():
-                if prog not in recent and prog not in pending.values():
-                    pending[ex.submit(remeasure, cfg, store.program_json(prog), texts)] = prog
+            for kind, due in (("noise", store.pending("noise", fraction=noise_fraction)),
+                              ("recheck", store.pending("recheck", below=RECHECK_BELOW))):
+                for prog, texts in due.items():
+                    if prog not in recent and (kind, prog) not in pending.values():
+                        pending[ex.submit(remeasure, cfg, store.program_json(prog), texts)] = (kind, prog)
 
         fill()
         while pending:
             done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
             for fut in done:
-                kind = pending.pop(fut)
+                kind, prog = pending.pop(fut)
                 r: BatchResult = fut.result()
                 if kind != "label":
-                    store.add_noise(kind, _check_machine(store, r, allow_mixed), r.rows, time.time())
-                    stats["noise"] += len(r.rows)
+                    store.add_remeasured(prog, _check_machine(store, r, allow_mixed), r.rows, time.time(), kind)
+                    stats[kind] = stats.get(kind, 0) + len(r.rows)
                     continue
                 if r.error:
                     stats["errors"].append(f"program {r.idx}: {r.error}")

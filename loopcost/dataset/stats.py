@@ -38,6 +38,7 @@ def dataset_stats(db: str) -> dict:
             kinds.update({t.kind for t in Schedule.parse(text).steps})
     pairs = store.noise_pairs()
     rel = noise_rel(pairs)
+    rechecks = store.recheck_pairs()
     out = {
         **counts,
         "splits": dict(splits),
@@ -46,6 +47,8 @@ def dataset_stats(db: str) -> dict:
         "noise_pairs": len(pairs),
         "noise_median_rel": float(np.median(rel)) if len(rel) else None,
         "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
+        "rechecked": len(rechecks),
+        "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
         "machine": store.machines(),
         "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]} for p, s, e in store.failures(5)],
     }
@@ -64,6 +67,9 @@ def format_stats(s: dict) -> str:
     if s["noise_median_rel"] is not None:
         lines.append(f"noise        {s['noise_pairs']} re-measured: median {s['noise_median_rel']:.1%}, "
                      f"p90 {s['noise_p90_rel']:.1%} relative difference of speedup")
+    if s.get("rechecked"):
+        lines.append(f"rechecked    {s['rechecked']} slow labels measured again; {s['recheck_over_2x_faster']} were "
+                     "over 2x faster the second time (the faster measurement is the label)")
     for m in s["machine"]:
         lines.append(f"machine      {m['fingerprint']}: {m['cpu']}, {m['cores']} cores, {m['compiler']}, "
                      f"{' '.join(m['flags'] or [])}")
