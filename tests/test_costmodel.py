@@ -205,3 +205,16 @@ def test_gradient_boosted_baseline_fits_flat_features():
     pred = GradientBoosted(rounds=50).fit(ts, y).predict(ts)
     assert pred.shape == y.shape and np.all(pred > 0)
     assert spearman(pred, y) > 0.5
+
+
+def test_levels_are_featurized_alone_like_the_whole_loop_map():
+    from dataclasses import replace
+
+    p = KERNELS["gemm"].program("small")
+    st = Schedule.parse("T2(i,j,32,32) T2(i_t,j_t,4,4) S(i,j,1) U(k,4)").apply(p)
+    per_level = featurize(st)
+    whole = featurize(ProgramState(p, tuple(replace(cs, levels=()) for cs in st.comps), st.tags))
+    nested = per_level.comps[1][L.LEVEL_SIZE * 0 + len(L.LEVEL_FIELDS)]  # i_t_t: floor(floor(i/32)/4)
+    assert nested == pytest.approx(1 / 128)
+    level = slice(L.LEVEL_SIZE, L.MAX_DEPTH * L.LEVEL_SIZE)  # the other levels agree exactly
+    assert np.array_equal(per_level.comps[:, level], whole.comps[:, level])

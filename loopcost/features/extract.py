@@ -145,6 +145,14 @@ def _levels(domain: str, loop_map: str, n_iters: int) -> tuple[tuple[float, tupl
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=65536)
+def _level(domain: str, expr: str, n_iters: int) -> tuple[float, tuple[float, ...]]:
+    """(extent over the domain, coefficients of the original iterators) of one loop level, given as an isl
+    expression of the iterators; shared levels of different schedules are computed once."""
+    head = domain[:domain.index("]") + 1]  # "{ S[i, j]"
+    return _levels(domain, f"{head} -> [{expr}] }}", n_iters)[0]
+
+
 def _level_block(state: ProgramState, name: str, extent: float, coef: tuple[float, ...]) -> np.ndarray:
     row = np.zeros(L.LEVEL_SIZE, np.float32)
     row[_LF["present"]] = 1
@@ -174,7 +182,12 @@ def _level_block(state: ProgramState, name: str, extent: float, coef: tuple[floa
 
 def _comp_levels(state: ProgramState, cs: CompSchedule, n_iters: int) -> list[tuple[str, np.ndarray]]:
     loops = state.program.enclosing_loops(cs.comp)
-    levels = _levels(domain_str(state.program.computation(cs.comp), loops), cs.loop_map, n_iters)
+    domain = domain_str(state.program.computation(cs.comp), loops)
+    if cs.levels:
+        levels = tuple(_level(domain, e, n_iters) if name is not None else (0.0, ())
+                       for name, e in zip(cs.loops, cs.levels, strict=True))
+    else:
+        levels = _levels(domain, cs.loop_map, n_iters)
     out = [(name, _level_block(state, name, ext, coef))
            for name, (ext, coef) in zip(cs.loops, levels, strict=True) if name is not None]
     if len(out) > L.MAX_DEPTH:

@@ -16,7 +16,8 @@ Bump ``VERSION`` whenever any of this changes: saved models record it.
 
 from __future__ import annotations
 
-VERSION = 1
+#: 2: a level is read on its own (shared levels computed once); a tile of a tile has 1/(s1*s2) coefficients
+VERSION = 2
 
 MAX_DEPTH = 12
 MAX_ITERS = 7

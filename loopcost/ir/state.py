@@ -16,7 +16,7 @@ loop names, so they survive later changes of the time space. Transformations
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import islpy as isl
 
@@ -58,12 +58,18 @@ def _time_map(loop_map: str, betas: tuple[int, ...]) -> isl.Map:
 
 @dataclass(frozen=True)
 class CompSchedule:
-    """One computation's schedule: loop map text, betas, and the name of each loop level."""
+    """One computation's schedule: loop map text, betas, and the name of each loop level.
+
+    ``levels`` repeats the loop map one level at a time, as isl expressions of the computation's
+    original iterators: the features read levels separately, and most levels are shared between
+    the candidates of a search, so their extents are computed once (see ``loopcost.features``).
+    """
 
     comp: str
     loop_map: str
     betas: tuple[int, ...]
     loops: tuple[str | None, ...]
+    levels: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if len(self.betas) != len(self.loops) + 1:
@@ -106,7 +112,7 @@ class ProgramState:
                 values = names + ["0"] * pad
                 comps.append(CompSchedule(
                     n.name, f"{{ {dom} -> [{', '.join(values)}] }}",
-                    betas + (pos,) + (0,) * pad, tuple(names) + (None,) * pad))
+                    betas + (pos,) + (0,) * pad, tuple(names) + (None,) * pad, tuple(values)))
 
         rec(program.body, (), ())
         return ProgramState(program, tuple(comps))

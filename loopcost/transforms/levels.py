@@ -9,11 +9,14 @@ computation keeps the same number of levels.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import islpy as isl
 
 from ..ir.state import CompSchedule, ProgramState
+
+_LEVEL = re.compile(r"\bl(\d+)\b")
 
 
 def rewrite(cs: CompSchedule, exprs: list[str], betas: list[int], loops: list[str | None]) -> CompSchedule:
@@ -21,7 +24,8 @@ def rewrite(cs: CompSchedule, exprs: list[str], betas: list[int], loops: list[st
     d = len(cs.loops)
     ins = ", ".join(f"l{k}" for k in range(d))
     lm = isl.Map(cs.loop_map).apply_range(isl.Map(f"{{ [{ins}] -> [{', '.join(exprs)}] }}"))
-    return CompSchedule(cs.comp, lm.to_str(), tuple(betas), tuple(loops))
+    levels = tuple(_LEVEL.sub(lambda m: f"({cs.levels[int(m.group(1))]})", e) for e in exprs) if cs.levels else ()
+    return CompSchedule(cs.comp, lm.to_str(), tuple(betas), tuple(loops), levels)
 
 
 def identity(cs: CompSchedule) -> list[str]:
