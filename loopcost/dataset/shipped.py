@@ -64,6 +64,8 @@ def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "") -> dict:
         "splits": stats["splits"],
         "noise": {"pairs": stats["noise_pairs"], "median_rel": stats["noise_median_rel"],
                   "p90_rel": stats["noise_p90_rel"]},
+        "rechecked": {"labels": stats["rechecked"], "over_2x_faster": stats["recheck_over_2x_faster"],
+                      "rule": "labels below 0.1x measured again later; the faster measurement is the label"},
         "speedup": stats["speedup"], "transformation_share": stats["transformation_share"],
         "builds": {k: json.loads(v) for k, v in builds.items()},
         "command": command,
