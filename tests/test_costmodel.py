@@ -107,6 +107,23 @@ def test_training_steps_reduce_the_loss():
     assert loss.item() < 0.1 * first
 
 
+def test_inputs_are_standardized_with_training_statistics():
+    ts = trees()
+    net = RecursiveLSTM(L.COMP_SIZE, L.LOOP_SIZE, dropout=0.0).eval()
+    comps = torch.from_numpy(np.concatenate([t.comps for t in ts]))
+    loops = torch.from_numpy(np.concatenate([t.loops for t in ts]))
+    net.fit_inputs(comps, loops)
+    z = (comps - net.comp_shift) * net.comp_scale
+    varying = comps.std(0) > 1e-6
+    assert torch.allclose(z[:, varying].mean(0), torch.zeros(int(varying.sum())), atol=1e-4)
+    assert torch.allclose(z[:, varying].std(0), torch.ones(int(varying.sum())), atol=1e-3)
+    assert torch.all(net.comp_scale[~varying] == 0)
+    again = RecursiveLSTM(L.COMP_SIZE, L.LOOP_SIZE, dropout=0.0).eval()
+    again.load_state_dict(net.state_dict())  # the statistics travel with the weights
+    b = collate(ts)
+    assert torch.allclose(again(b), net(b))
+
+
 def test_rank_loss_counts_only_pairs_of_one_program_beyond_the_noise_margin():
     from loopcost.costmodel.train import batches, rank_loss
 

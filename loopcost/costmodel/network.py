@@ -44,6 +44,18 @@ class RecursiveLSTM(nn.Module):
         self.node_ff = mlp([2 * hidden + loop_size, hidden, hidden], dropout)
         self.head = mlp([hidden, *head, 1], dropout, last_act=False)
         self.hidden = hidden
+        # input standardization, fitted on the training set (``fit_inputs``) and saved with the weights
+        for name, size in (("comp", comp_size), ("loop", loop_size)):
+            self.register_buffer(f"{name}_shift", torch.zeros(size))
+            self.register_buffer(f"{name}_scale", torch.ones(size))
+
+    def fit_inputs(self, comps: torch.Tensor, loops: torch.Tensor) -> None:
+        """Standardize each input field to mean 0 and variance 1 over the training vectors; a field that
+        never varies there is dropped (scale 0) rather than amplified when it varies later."""
+        for name, x in (("comp", comps), ("loop", loops)):
+            std = x.std(0)
+            getattr(self, f"{name}_shift").copy_(x.mean(0))
+            getattr(self, f"{name}_scale").copy_(torch.where(std > 1e-6, 1.0 / std.clamp_min(1e-6), 0.0))
 
     def _summary(self, lstm: nn.LSTM, seqs: torch.Tensor, lengths: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
         out = empty.expand(len(lengths), -1).clone()
@@ -55,11 +67,12 @@ class RecursiveLSTM(nn.Module):
         return out
 
     def forward(self, b: Batch) -> torch.Tensor:
-        ce = self.comp_embed(b.comps)
+        ce = self.comp_embed((b.comps - self.comp_shift) * self.comp_scale)
+        loops = (b.loops - self.loop_shift) * self.loop_scale
         emb = torch.zeros(len(b.loops), self.hidden, device=ce.device)
         for lv in b.levels:  # deepest first: children are done before their parents
             comps = self._summary(self.comps_lstm, ce[lv.comp_idx], lv.comp_len, self.no_comps)
             kids = self._summary(self.nodes_lstm, emb[lv.child_idx], lv.child_len, self.no_children)
-            node = self.node_ff(torch.cat([comps, kids, b.loops[lv.nodes]], dim=1))
+            node = self.node_ff(torch.cat([comps, kids, loops[lv.nodes]], dim=1))
             emb = emb.index_copy(0, lv.nodes, node)
         return self.head(emb[b.roots]).squeeze(1)

@@ -96,6 +96,9 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
         raise LoopcostError("training needs programs in both the train and the val split")
     torch.manual_seed(cfg.seed)
     net = RecursiveLSTM(layout.COMP_SIZE, layout.LOOP_SIZE, dropout=cfg.dropout)
+    sample = tr.trees[::max(1, len(tr) // 20000)]  # enough trees for the statistics, bounded memory
+    net.fit_inputs(torch.from_numpy(np.concatenate([t.comps for t in sample])),
+                   torch.from_numpy(np.concatenate([t.loops for t in sample])))
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     steps = (len(tr) + cfg.batch_size - 1) // cfg.batch_size
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps)
