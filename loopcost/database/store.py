@@ -210,5 +210,5 @@ class Store:
 
     def failures(self, limit: int = 20) -> list[tuple[str, str, str]]:
         q = ("SELECT p.name, s.text, m.error FROM measurements m JOIN schedules s ON m.schedule = s.id "
-             "JOIN programs p ON s.program = p.id WHERE m.verified = 0 LIMIT ?")
+             "JOIN programs p ON s.program = p.id WHERE m.verified = 0 AND m.kind = 'label' LIMIT ?")
         return list(self.db.execute(q, (limit,)))
