@@ -189,17 +189,23 @@ def cmd_dataset_stats(a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_dataset_export(a: argparse.Namespace) -> int:
-    from .costmodel.data import export
+def _export_bar(show: bool):
+    """A progress callback ``(done, total)`` for ``costmodel.data.export``."""
     from .dataset.progress import Progress
 
-    bar = Progress(1, "records", not a.no_progress)
+    bar = Progress(1, "records", show)
 
     def tick(done: int, total: int) -> None:
         bar.total = total
         bar.advance(done - bar.done)
 
-    info = export(a.db, a.out, tick)
+    return tick
+
+
+def cmd_dataset_export(a: argparse.Namespace) -> int:
+    from .costmodel.data import export
+
+    info = export(a.db, a.out, _export_bar(not a.no_progress))
     skipped = info["skipped_over_limits"]
     print(f"wrote {info['records']} records of {info['programs']} programs to {a.out}"
           + (f" ({skipped} beyond the feature limits skipped)" if skipped else ""))
@@ -248,19 +254,12 @@ def _shipped_data(db: Path) -> Path:
     """The training-format export of ``db``, made once into the cache (it takes minutes)."""
     from .codegen.compiler import cache_root
     from .costmodel.data import export
-    from .dataset.progress import Progress
 
     out = cache_root() / "shipped" / (db.stem + ".npz")
     if not out.exists():
         print(f"exporting {db.name} to the training format (once) ...", file=sys.stderr)
-        bar = Progress(1, "records", sys.stderr.isatty())
-
-        def tick(done: int, total: int) -> None:
-            bar.total = total
-            bar.advance(done - bar.done)
-
         tmp = out.with_suffix(".tmp.npz")
-        export(str(db), str(tmp), tick)
+        export(str(db), str(tmp), _export_bar(sys.stderr.isatty()))
         tmp.replace(out)
     return out
 

@@ -62,6 +62,12 @@ def _text(node: c_ast.Node) -> str:
     return c_generator.CGenerator().visit(node)
 
 
+def _c_divmod(a: int, b: int) -> tuple[int, int]:
+    """C's ``a / b`` and ``a % b`` on ints: the quotient truncates toward zero."""
+    q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)
+    return q, a - q * b
+
+
 def _int_literal(text: str) -> int:
     t = text.rstrip("uUlL")
     if t.lower().startswith("0x"):
@@ -215,8 +221,7 @@ class _Translator:
                 raise self.src.error(node, f"'{_text(node)}' divides an iterator: not affine")
             if b.const == 0:
                 raise self.src.error(node, f"division by zero in '{_text(node)}'")
-            q = abs(a.const) // abs(b.const) * (1 if (a.const >= 0) == (b.const > 0) else -1)
-            return Affine.of(q if node.op == "/" else a.const - q * b.const)
+            return Affine.of(_c_divmod(a.const, b.const)[0 if node.op == "/" else 1])
         raise self.src.error(node, f"'{_text(node)}' is not an affine expression of loop iterators and sizes")
 
     def conditions(self, node: c_ast.Node) -> list[Affine]:
@@ -295,8 +300,7 @@ class _Translator:
             return a - b
         if node.op == "*":
             return a * b
-        q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)  # C truncates toward zero
-        return q if node.op == "/" else a - q * b
+        return _c_divmod(a, b)[0 if node.op == "/" else 1]
 
     def expr(self, node: c_ast.Node) -> Expr:
         v = self.value(node)
