@@ -224,7 +224,7 @@ def cmd_train(a: argparse.Namespace) -> int:
 
     data = load(a.data)
     cfg = TrainConfig(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, loss=a.loss, seed=a.seed,
-                      rank_weight=a.rank_weight, threads=a.threads)
+                      rank_weight=a.rank_weight, threads=a.threads, arch=a.arch)
     if a.ensemble < 1:
         raise LoopcostError("--ensemble must be at least 1")
     runs = []
@@ -234,8 +234,9 @@ def cmd_train(a: argparse.Namespace) -> int:
     model = CostModel([r["net"] for r in runs])
     val = data.subset("val")
     best = metrics(model.predict_trees(val.trees), val.speedup, val.program)
-    card = {"model": "recursive LSTM (Baghdadi et al. 2021)" + (f", ensemble of {a.ensemble}" if a.ensemble > 1
-                                                               else ""),
+    name = {"lstm": "recursive LSTM (Baghdadi et al. 2021)",
+            "transformer": "self-attention among computations, loop tree as attention bias"}[a.arch]
+    card = {"model": name + (f", ensemble of {a.ensemble}" if a.ensemble > 1 else ""),
             "trained": datetime.date.today().isoformat(), "data": str(a.data),
             "records": {"train": runs[0]["n_train"], "val": runs[0]["n_val"]}, "config": runs[0]["config"],
             "validation": best, "history": [r["history"] for r in runs] if a.ensemble > 1 else runs[0]["history"]}
@@ -507,6 +508,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=256)
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--loss", default="log_mse", choices=["mape", "log_mse"])
+    t.add_argument("--arch", default="lstm", choices=["lstm", "transformer"],
+                   help="network: the paper's recursive LSTM, or self-attention among computations")
     t.add_argument("--ensemble", type=int, default=1, help="train this many networks (seeds SEED, SEED+1, ...) "
                    "and average them; their spread is an uncertainty estimate")
     t.add_argument("--rank-weight", type=float, default=0.0,

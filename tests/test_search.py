@@ -39,6 +39,27 @@ def test_beam_search_reaches_the_evaluators_optimum_and_checks_legality():
     assert any(not r.schedule.steps for r in ranked) or len(ranked) == 20
 
 
+class Tempting(Toy):
+    """Rewards making the reduction loop ``k`` parallel most, which is illegal."""
+
+    def score(self, states):
+        base = super().score(states)
+        return base + np.array([5.0 * any(t.kind == "parallel" and t.loop.startswith("k") for t in st.tags)
+                                for st in states])
+
+
+def test_lazy_legality_scores_first_but_keeps_and_returns_only_legal_schedules():
+    stages = ("interchange", "tile", "parallelize", "vectorize")
+    lazy, eager = Tempting(), Tempting()
+    got = beam_search(gemm(), lazy, beam_size=2, stages=stages, keep=50)
+    want = beam_search(gemm(), eager, beam_size=2, stages=stages, keep=50, lazy=False)
+    assert [(str(r.schedule), r.score) for r in got] == [(str(r.schedule), r.score) for r in want]
+    assert lazy.scored > eager.scored  # the illegal candidates were scored, not kept
+    for r in got:
+        assert Schedule.parse(str(r.schedule)).apply(gemm().program) == r.state
+        assert not any(t.kind == "parallel" and t.loop.startswith("k") for t in r.state.tags)
+
+
 def test_mcts_and_random_search_improve_on_the_start():
     toy = Toy()
     ranked = mcts(gemm(), toy, iterations=30, max_depth=3, seed=1)

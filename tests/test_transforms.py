@@ -125,3 +125,35 @@ def test_factor_sets_are_options():
     strs = {str(t) for t in proposals(st, opts)}
     assert {"T2(i,j,4,4)", "U(k,3)", "S(i,j,5)"} <= strs
     assert not any(s.startswith("T2") and "32" in s for s in strs)
+
+
+def test_order_keeping_steps_are_judged_like_a_full_check():
+    """Tagging and strip-mining skip the dependence-order check; along random legal schedules of every
+    kernel they accept and refuse exactly what the full check does."""
+    import random
+
+    from loopcost.transforms.legality import check
+    from loopcost.transforms.space import random_step
+
+    rng = random.Random(0)
+    judged = refused = 0
+    for name in sorted(KERNELS):
+        state = ProgramState.initial(prog(name))
+        for _ in range(3):
+            for t in proposals(state):
+                if not t.keeps_order:
+                    continue
+                outcome = []
+                for judge in (t.apply, lambda s, t=t: check(t.transformed(s))):
+                    try:
+                        outcome.append(judge(state))
+                    except ScheduleError:
+                        outcome.append(None)
+                assert outcome[0] == outcome[1], (name, str(t))
+                judged += 1
+                refused += outcome[0] is None
+            step = random_step(state, rng)
+            if step is None:
+                break
+            state = step[1]
+    assert judged > 200 and refused > 10

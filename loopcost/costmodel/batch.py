@@ -4,10 +4,18 @@ A batch concatenates the computation and loop vectors of many trees and adds
 one root node per tree. For each depth (deepest first) it lists the nodes at
 that depth with the indices of their computations and of their child nodes,
 padded, so the network runs two LSTM calls per depth for the whole batch.
+It also lays each tree's computations out in slots, with the number of loops
+every two of them share, for networks that attend over computations.
+
+Trees of one shape index alike (``featurize`` numbers loops and computations in
+traversal order), so the index arrays of a shape are built once (``_Template``)
+and a group of trees of that shape gets them with offsets, without Python loops
+over its trees.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,47 +39,112 @@ class Batch:
     loops: torch.Tensor        # (Nn, loop features); roots have zeros
     levels: list[Level]        # deepest first
     roots: torch.Tensor        # (B,) node id of each tree's root
+    comp_slots: torch.Tensor   # (B, max_comps) each tree's computations (indices into comps, 0 where padded)
+    comp_mask: torch.Tensor    # (B, max_comps) True where a slot holds a computation
+    shared: torch.Tensor       # (B, max_comps, max_comps) loops two computations share (their fusion depth)
 
 
-def _pad(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+@dataclass(frozen=True)
+class _Template:
+    """Index arrays of one tree shape, local to the tree: node 0 is the root, node k > 0 is loop k - 1."""
+
+    n_nodes: int
+    n_comps: int
+    #: per depth, deepest first: (nodes, comp_idx, comp_len, child_idx, child_len), padded with 0
+    levels: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], ...]
+    shared: np.ndarray         # (n_comps, n_comps)
+
+
+def _pad(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     width = max((len(r) for r in rows), default=0) or 1
     idx = np.zeros((len(rows), width), np.int64)
     for k, r in enumerate(rows):
         idx[k, :len(r)] = r
-    return torch.from_numpy(idx), torch.tensor([len(r) for r in rows], dtype=torch.int64)
+    return idx, np.array([len(r) for r in rows], np.int64)
+
+
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@functools.lru_cache(maxsize=4096)
+def _template(shape: tuple, n_comps: int) -> _Template:
+    depth: list[int] = [0]
+    comps: list[list[int]] = [[c for node in shape if node[0] == -1 for c in node[1]]]
+    children: list[list[int]] = [[]]
+    paths: dict[int, tuple[int, ...]] = {c: () for c in comps[0]}
+
+    def add(node: tuple, d: int, path: tuple[int, ...]) -> int:
+        loop, here, kids = node
+        nid = len(depth)
+        if loop != nid - 1:
+            raise ValueError(f"loop {loop} is not numbered in traversal order (node {nid})")
+        depth.append(d)
+        comps.append(list(here))
+        children.append([])
+        paths.update({c: path + (nid,) for c in here})
+        children[nid] = [add(k, d + 1, path + (nid,)) for k in kids]
+        return nid
+
+    children[0] = [add(node, 1, ()) for node in shape if node[0] != -1]
+    depths = np.asarray(depth)
+    levels = []
+    for d in range(int(depths.max()), -1, -1):
+        ids = np.nonzero(depths == d)[0]
+        levels.append((ids, *_pad([comps[i] for i in ids]), *_pad([children[i] for i in ids])))
+    shared = np.array([[_common_prefix(paths[i], paths[j]) for j in range(n_comps)] for i in range(n_comps)],
+                      np.int64).reshape(n_comps, n_comps)
+    return _Template(len(depth), n_comps, tuple(levels), shared)
+
+
+def _stack(parts: list[np.ndarray]) -> torch.Tensor:
+    """Concatenate 2D index arrays of different widths, padding with 0."""
+    out = np.zeros((sum(len(p) for p in parts), max(p.shape[1] for p in parts)), np.int64)
+    row = 0
+    for p in parts:
+        out[row:row + len(p), :p.shape[1]] = p
+        row += len(p)
+    return torch.from_numpy(out)
 
 
 def collate(trees: list[FeatureTree]) -> Batch:
     """One batch of trees: their vectors concatenated and their nodes listed depth by depth."""
-    loop_size = trees[0].loops.shape[1] if trees else 0
-    node_depth: list[int] = []
-    node_comps: list[list[int]] = []
-    node_children: list[list[int]] = []
-    node_loop_rows: list[np.ndarray] = []
-    roots = []
-    zero = np.zeros(loop_size, np.float32)
-
-    def add(t: FeatureTree, comp_base: int, loop_index: int, here: tuple, children: tuple, depth: int) -> int:
-        nid = len(node_depth)
-        node_depth.append(depth)
-        node_comps.append([comp_base + c for c in here])
-        node_children.append([])
-        node_loop_rows.append(t.loops[loop_index] if loop_index >= 0 else zero)
-        node_children[nid] = [add(t, comp_base, *ch, depth + 1) for ch in children]
-        return nid
-
-    comp_base = 0
-    for t in trees:
-        here_top = tuple(c for node in t.shape if node[0] == -1 for c in node[1])
-        children_top = tuple(node for node in t.shape if node[0] != -1)
-        roots.append(add(t, comp_base, -1, here_top, children_top, 0))
-        comp_base += len(t.comps)
-    depths = np.asarray(node_depth)
-    levels = []
-    for d in range(int(depths.max()) if len(depths) else 0, -1, -1):
-        ids = np.nonzero(depths == d)[0]
-        ci, cl = _pad([node_comps[i] for i in ids])
-        hi, hl = _pad([node_children[i] for i in ids])
-        levels.append(Level(torch.from_numpy(ids), ci, cl, hi, hl))
-    return Batch(torch.from_numpy(np.concatenate([t.comps for t in trees])),
-                 torch.from_numpy(np.stack(node_loop_rows)), levels, torch.tensor(roots, dtype=torch.int64))
+    templates = [_template(t.shape, len(t.comps)) for t in trees]
+    node_off = np.cumsum([0] + [tp.n_nodes for tp in templates])
+    comp_off = np.cumsum([0] + [tp.n_comps for tp in templates])
+    groups: dict[int, list[int]] = {}
+    for b, tp in enumerate(templates):
+        groups.setdefault(id(tp), []).append(b)
+    n_depths = max(len(tp.levels) for tp in templates)
+    per_depth: list[list[list[np.ndarray]]] = [[[] for _ in range(5)] for _ in range(n_depths)]
+    width = max(tp.n_comps for tp in templates)
+    shared = np.zeros((len(trees), width, width), np.int64)
+    for members in groups.values():
+        tp = templates[members[0]]
+        rows = np.asarray(members)
+        nodes, comps = node_off[rows], comp_off[rows]
+        for k, (ids, ci, cl, hi, hl) in enumerate(tp.levels):
+            at = per_depth[n_depths - len(tp.levels) + k]  # levels are deepest first: align the roots
+            at[0].append((ids[None, :] + nodes[:, None]).ravel())
+            at[1].append((ci[None] + comps[:, None, None]).reshape(-1, ci.shape[1]))
+            at[2].append(np.tile(cl, len(rows)))
+            at[3].append((hi[None] + nodes[:, None, None]).reshape(-1, hi.shape[1]))
+            at[4].append(np.tile(hl, len(rows)))
+        shared[rows, :tp.n_comps, :tp.n_comps] = tp.shared
+    levels = [Level(torch.from_numpy(np.concatenate(a[0])), _stack(a[1]), torch.from_numpy(np.concatenate(a[2])),
+                    _stack(a[3]), torch.from_numpy(np.concatenate(a[4]))) for a in per_depth]
+    slots = np.arange(width)[None, :] + comp_off[:-1, None]
+    mask = np.arange(width)[None, :] < np.array([tp.n_comps for tp in templates])[:, None]
+    loop_size = trees[0].loops.shape[1]
+    loops = np.zeros((int(node_off[-1]), loop_size), np.float32)
+    loop_rows = np.ones(int(node_off[-1]), bool)
+    loop_rows[node_off[:-1]] = False  # roots keep zeros
+    loops[loop_rows] = np.concatenate([t.loops for t in trees])
+    return Batch(torch.from_numpy(np.concatenate([t.comps for t in trees])), torch.from_numpy(loops), levels,
+                 torch.from_numpy(node_off[:-1].astype(np.int64)), torch.from_numpy(np.where(mask, slots, 0)),
+                 torch.from_numpy(mask), torch.from_numpy(shared))

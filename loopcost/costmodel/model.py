@@ -13,7 +13,20 @@ from ..features import layout
 from ..features.extract import FeatureTree, featurize
 from ..ir.state import ProgramState
 from .batch import collate
-from .network import RecursiveLSTM
+from .network import RecursiveLSTM, Standardized
+from .transformer import TreeTransformer
+
+#: the network architectures, by the name their config records
+ARCHS = {"lstm": RecursiveLSTM, "transformer": TreeTransformer}
+
+
+def make_net(arch: str = "lstm", **config) -> Standardized:
+    """A network of architecture ``arch`` built from its saved ``config`` (or defaults)."""
+    if arch not in ARCHS:
+        raise LoopcostError(f"unknown network architecture {arch!r}; use one of {sorted(ARCHS)}")
+    config.setdefault("comp_size", layout.COMP_SIZE)
+    config.setdefault("loop_size", layout.LOOP_SIZE)
+    return ARCHS[arch](**config)
 
 
 class CostModel:
@@ -23,7 +36,7 @@ class CostModel:
     mean of theirs, and ``predict_log_std`` says how much they disagree: an uncertainty estimate.
     """
 
-    def __init__(self, nets: RecursiveLSTM | list[RecursiveLSTM], card: dict | None = None) -> None:
+    def __init__(self, nets: Standardized | list[Standardized], card: dict | None = None) -> None:
         self.nets = [n.eval() for n in (nets if isinstance(nets, list) else [nets])]
         self.card = card or {}
 
@@ -68,7 +81,7 @@ class CostModel:
                                 f"loopcost computes layout {layout.VERSION}: train it again")
         nets = []
         for member in blob.get("members", [blob]):  # a single-network file keeps config/state_dict at the top
-            net = RecursiveLSTM(**member["config"])
+            net = make_net(**member["config"])
             net.load_state_dict(member["state_dict"])
             nets.append(net)
         card_path = Path(str(path) + ".card.json")

@@ -27,24 +27,10 @@ def mlp(sizes: list[int], dropout: float, last_act: bool = True) -> nn.Sequentia
     return nn.Sequential(*layers)
 
 
-class RecursiveLSTM(nn.Module):
-    """``forward(batch) -> (B,)`` predicted log-speedups."""
+class Standardized(nn.Module):
+    """Input standardization, fitted on the training set (``fit_inputs``) and saved with the weights."""
 
-    def __init__(self, comp_size: int, loop_size: int, embed: tuple[int, ...] = (600, 350, 200, 180),
-                 hidden: int = 180, head: tuple[int, ...] = (200, 180), dropout: float = 0.05) -> None:
-        super().__init__()
-        self.config = {"comp_size": comp_size, "loop_size": loop_size, "embed": list(embed), "hidden": hidden,
-                       "head": list(head), "dropout": dropout}
-        e = embed[-1]
-        self.comp_embed = mlp([comp_size, *embed], dropout)
-        self.comps_lstm = nn.LSTM(e, hidden, batch_first=True)
-        self.nodes_lstm = nn.LSTM(hidden, hidden, batch_first=True)
-        self.no_comps = nn.Parameter(torch.zeros(hidden))
-        self.no_children = nn.Parameter(torch.zeros(hidden))
-        self.node_ff = mlp([2 * hidden + loop_size, hidden, hidden], dropout)
-        self.head = mlp([hidden, *head, 1], dropout, last_act=False)
-        self.hidden = hidden
-        # input standardization, fitted on the training set (``fit_inputs``) and saved with the weights
+    def _standardization(self, comp_size: int, loop_size: int) -> None:
         for name, size in (("comp", comp_size), ("loop", loop_size)):
             self.register_buffer(f"{name}_shift", torch.zeros(size))
             self.register_buffer(f"{name}_scale", torch.ones(size))
@@ -56,6 +42,27 @@ class RecursiveLSTM(nn.Module):
             std = x.std(0)
             getattr(self, f"{name}_shift").copy_(x.mean(0))
             getattr(self, f"{name}_scale").copy_(torch.where(std > 1e-6, 1.0 / std.clamp_min(1e-6), 0.0))
+
+
+class RecursiveLSTM(Standardized):
+    """``forward(batch) -> (B,)`` predicted log-speedups."""
+
+    def __init__(self, comp_size: int, loop_size: int, embed: tuple[int, ...] = (600, 350, 200, 180),
+                 hidden: int = 180, head: tuple[int, ...] = (200, 180), dropout: float = 0.05,
+                 arch: str = "lstm") -> None:
+        super().__init__()
+        self.config = {"arch": arch, "comp_size": comp_size, "loop_size": loop_size, "embed": list(embed),
+                       "hidden": hidden, "head": list(head), "dropout": dropout}
+        e = embed[-1]
+        self.comp_embed = mlp([comp_size, *embed], dropout)
+        self.comps_lstm = nn.LSTM(e, hidden, batch_first=True)
+        self.nodes_lstm = nn.LSTM(hidden, hidden, batch_first=True)
+        self.no_comps = nn.Parameter(torch.zeros(hidden))
+        self.no_children = nn.Parameter(torch.zeros(hidden))
+        self.node_ff = mlp([2 * hidden + loop_size, hidden, hidden], dropout)
+        self.head = mlp([hidden, *head, 1], dropout, last_act=False)
+        self.hidden = hidden
+        self._standardization(comp_size, loop_size)
 
     def _summary(self, lstm: nn.LSTM, seqs: torch.Tensor, lengths: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
         out = empty.expand(len(lengths), -1).clone()

@@ -12,12 +12,11 @@ import numpy as np
 import torch
 
 from ..errors import LoopcostError
-from ..features import layout
 from .batch import collate
 from .data import Dataset
 from .metrics import metrics
-from .model import CostModel
-from .network import RecursiveLSTM
+from .model import ARCHS, CostModel, make_net
+from .network import Standardized
 
 LOSSES = ("mape", "log_mse")
 
@@ -32,6 +31,8 @@ class TrainConfig:
     dropout: float = 0.05
     seed: int = 0
     threads: int = 2
+    #: network architecture: "lstm" (the paper's) or "transformer" (attention among computations)
+    arch: str = "lstm"
     #: weight of the pairwise ranking term (0: pure regression); batches then group schedules by program
     rank_weight: float = 0.0
 
@@ -75,7 +76,7 @@ def batches(programs: np.ndarray, batch_size: int, rng: random.Random, grouped: 
     return [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
 
 
-def predict(net: RecursiveLSTM, data: Dataset, batch_size: int = 512) -> np.ndarray:
+def predict(net: Standardized, data: Dataset, batch_size: int = 512) -> np.ndarray:
     return CostModel(net).predict_trees(data.trees, batch_size)
 
 
@@ -88,6 +89,8 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     """
     if cfg.loss not in LOSSES:
         raise LoopcostError(f"unknown loss {cfg.loss!r}; use one of {LOSSES}")
+    if cfg.arch not in ARCHS:
+        raise LoopcostError(f"unknown network architecture {cfg.arch!r}; use one of {sorted(ARCHS)}")
     torch.set_num_threads(cfg.threads)
     out = Path(out)
     ckpt = Path(str(out) + ".ckpt")
@@ -95,7 +98,7 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     if len(tr) == 0 or len(va) == 0:
         raise LoopcostError("training needs programs in both the train and the val split")
     torch.manual_seed(cfg.seed)
-    net = RecursiveLSTM(layout.COMP_SIZE, layout.LOOP_SIZE, dropout=cfg.dropout)
+    net = make_net(cfg.arch, dropout=cfg.dropout)
     sample = tr.trees[::max(1, len(tr) // 20000)]  # enough trees for the statistics, bounded memory
     net.fit_inputs(torch.from_numpy(np.concatenate([t.comps for t in sample])),
                    torch.from_numpy(np.concatenate([t.loops for t in sample])))

@@ -1,20 +1,25 @@
 """Beam search over the transformation stages, as in the paper.
 
 Stages are transformation kinds in a fixed order. At each stage every state
-of the beam is expanded with every legal candidate of that kind; the
-candidates and their unchanged parents compete, scored in one batch, and the
-``beam_size`` best survive.
+of the beam is expanded with every candidate of that kind; the candidates and
+their unchanged parents compete, scored in one batch, and the ``beam_size``
+best legal ones survive.
+
+With a cost model, scoring is cheap and legality checks are not: candidates
+are scored first and checked for legality only when they would enter the beam
+or the returned list (``lazy``). Nothing unchecked is ever kept or returned.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
-
+from ..errors import ScheduleError
 from ..ir.state import ProgramState
+from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
-from ..transforms.space import SpaceOptions, candidates
+from ..transforms.space import SpaceOptions, moves
+from ..transforms.tiling import Tile
 
 #: the order in which beam search considers transformation kinds
 STAGES = ("fuse", "interchange", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll")
@@ -27,30 +32,75 @@ class Scored:
     state: ProgramState
 
 
-def _key(s: Scored) -> str:
-    return str(s.schedule)
+@dataclass
+class _Entry:
+    scored: Scored
+    #: (last step, legal state before it) while the legality of ``scored.state`` is unknown
+    pending: tuple[Transformation, ProgramState] | None = None
+    illegal: bool = False
+
+
+class _Judge:
+    """Checks entries' legality once each. A tiling found illegal rules out the other sizes of the same
+    band from the same parent (tilings of a band that is not permutable are rarely legal at any size:
+    a sound shortcut, it never admits an illegal schedule)."""
+
+    def __init__(self) -> None:
+        self.bad_bands: set[tuple[int, tuple[str, ...]]] = set()
+
+    def legal(self, e: _Entry) -> bool:
+        if e.pending is not None and not e.illegal:
+            t, before = e.pending
+            band = (id(before), t.loops) if isinstance(t, Tile) else None
+            if band in self.bad_bands:
+                e.illegal = True
+                return False
+            try:
+                t.checked(before, e.scored.state)
+                e.pending = None
+            except ScheduleError:
+                e.illegal = True
+                if band is not None:
+                    self.bad_bands.add(band)
+        return not e.illegal
+
+    def best(self, entries: list[_Entry], n: int) -> list[_Entry]:
+        """The ``n`` best legal entries, best first (ties keep their order)."""
+        out = []
+        for e in sorted(entries, key=lambda e: -e.scored.score):
+            if len(out) == n:
+                break
+            if self.legal(e):
+                out.append(e)
+        return out
 
 
 def beam_search(state: ProgramState, evaluator, *, beam_size: int = 4, stages: tuple[str, ...] = STAGES,
-                opts: SpaceOptions = SpaceOptions(), keep: int = 20) -> list[Scored]:
-    """The ``keep`` best distinct schedules seen, best first (the empty schedule among them)."""
-    root = Scored(float(evaluator.score([state])[0]), Schedule(), state)
+                opts: SpaceOptions = SpaceOptions(), keep: int = 20, lazy: bool = True) -> list[Scored]:
+    """The ``keep`` best distinct legal schedules seen, best first (the empty schedule among them).
+
+    ``lazy=False`` checks every candidate before scoring it: for evaluators that measure, where
+    scoring an illegal candidate costs more than checking it.
+    """
+    judge = _Judge()
+    root = _Entry(Scored(float(evaluator.score([state])[0]), Schedule(), state))
+    seen = {"": root}
     beam = [root]
-    seen = {_key(root): root}
     for kind in stages:
-        children: list[Scored] = []
+        children: list[_Entry] = []
         for parent in beam:
-            for t, new in candidates(parent.state, replace(opts, kinds=(kind,))):
-                sched = parent.schedule + t
-                if str(sched) not in seen:
-                    children.append(Scored(0.0, sched, new))
+            before = parent.scored.state
+            for t, new, proven in moves(before, replace(opts, kinds=(kind,))):
+                sched = parent.scored.schedule + t
+                if str(sched) in seen:
+                    continue
+                e = _Entry(Scored(0.0, sched, new), None if proven else (t, before))
+                seen[str(sched)] = e
+                if lazy or judge.legal(e):
+                    children.append(e)
         if children:
-            scores = evaluator.score([c.state for c in children])
-            children = [replace(c, score=float(s)) for c, s in zip(children, scores, strict=True)]
-            for c in children:
-                seen[_key(c)] = c
-        pool = beam + children
-        order = np.argsort([-c.score for c in pool], kind="stable")
-        beam = [pool[i] for i in order[:beam_size]]
-    ranked = sorted(seen.values(), key=lambda c: -c.score)
-    return ranked[:keep]
+            scores = evaluator.score([c.scored.state for c in children])
+            for c, s in zip(children, scores, strict=True):
+                c.scored = replace(c.scored, score=float(s))
+        beam = judge.best(beam + children, beam_size)
+    return [e.scored for e in judge.best(list(seen.values()), keep)]

@@ -32,10 +32,10 @@ class OptimizeResult:
 
 
 def search(state: ProgramState, method: str, evaluator, *, budget: int, seed: int) -> list[Scored]:
-    if method in ("beam", "exec"):
-        return beam_search(state, evaluator, beam_size=budget)
+    if method in ("beam", "exec"):  # measuring an illegal candidate costs more than checking it first
+        return beam_search(state, evaluator, beam_size=budget, lazy=method == "beam")
     if method == "mcts":
-        return mcts(state, evaluator, iterations=25 * budget, seed=seed)
+        return mcts(state, evaluator, iterations=15 * budget, seed=seed)
     if method == "random":
         return random_search(state, evaluator, samples=16 * budget, seed=seed)
     raise LoopcostError(f"unknown search {method!r}; use one of {METHODS}")

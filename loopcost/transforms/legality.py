@@ -148,7 +148,13 @@ def check(state: ProgramState) -> ProgramState:
     """Check dependence order, every parallel and vector tag, and that vector loops are
     innermost; return the state."""
     check_order(state)
-    for tag in state.tags:
+    return check_tags(state, state.tags)
+
+
+def check_tags(state: ProgramState, tags) -> ProgramState:
+    """Check that the vector loops among ``tags`` are innermost and that their parallel and vector
+    loops carry no dependence; return the state."""
+    for tag in tags:
         if tag.kind == "vector":
             for cs in state.comps_with(tag.loop):
                 inner = [n for n in cs.loops[cs.level_of(tag.loop) + 1:] if n is not None]

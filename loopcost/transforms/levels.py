@@ -9,6 +9,7 @@ computation keeps the same number of levels.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 
@@ -19,13 +20,19 @@ from ..ir.state import CompSchedule, ProgramState
 _LEVEL = re.compile(r"\bl(\d+)\b")
 
 
+@functools.lru_cache(maxsize=16384)
+def _compose(loop_map: str, d: int, exprs: tuple[str, ...]) -> str:
+    """``loop_map`` (``d`` levels) followed by ``[l0..] -> [exprs]``, as text. Cached: the candidates of a
+    search share many of these, e.g. the dummy levels that a tiling gives every other computation."""
+    ins = ", ".join(f"l{k}" for k in range(d))
+    return isl.Map(loop_map).apply_range(isl.Map(f"{{ [{ins}] -> [{', '.join(exprs)}] }}")).to_str()
+
+
 def rewrite(cs: CompSchedule, exprs: list[str], betas: list[int], loops: list[str | None]) -> CompSchedule:
     """Apply ``[l0..] -> [exprs]`` to a computation's loop map, with new betas and names."""
-    d = len(cs.loops)
-    ins = ", ".join(f"l{k}" for k in range(d))
-    lm = isl.Map(cs.loop_map).apply_range(isl.Map(f"{{ [{ins}] -> [{', '.join(exprs)}] }}"))
     levels = tuple(_LEVEL.sub(lambda m: f"({cs.levels[int(m.group(1))]})", e) for e in exprs) if cs.levels else ()
-    return CompSchedule(cs.comp, lm.to_str(), tuple(betas), tuple(loops), levels)
+    return CompSchedule(cs.comp, _compose(cs.loop_map, len(cs.loops), tuple(exprs)), tuple(betas), tuple(loops),
+                        levels)
 
 
 def identity(cs: CompSchedule) -> list[str]:

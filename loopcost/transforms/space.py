@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
@@ -110,30 +111,46 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
     return out
 
 
+def moves(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[tuple[Transformation, ProgramState, bool]]:
+    """Every well-formed next transformation from ``state``, the state it leads to, and whether that state
+    is already known to be legal (tiling a permutable band, unrolling). The others are legal only if
+    ``t.checked(state, new)`` says so: a search can score first and check only what it keeps."""
+    out = []
+    band: dict[tuple[str, ...], bool] = {}
+    for t in proposals(state, opts):
+        try:
+            new = t.transformed(state)
+        except ScheduleError:
+            continue
+        if isinstance(t, Tile):
+            if t.loops not in band:
+                band[t.loops] = permutable(state, t.loops)
+            out.append((t, new, band[t.loops]))  # permutable: legal for every size
+        else:
+            out.append((t, new, isinstance(t, Unroll)))  # unrolling is always legal
+    return out
+
+
 def candidates(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[tuple[Transformation, ProgramState]]:
     """Every legal next transformation from ``state``, with the state it leads to."""
     out = []
-    band_ok: dict[tuple[str, ...], bool] = {}
-    for t in proposals(state, opts):
+    for t, new, proven in moves(state, opts):
         try:
-            if isinstance(t, Tile):
-                if t.loops not in band_ok:
-                    band_ok[t.loops] = permutable(state, t.loops)
-                if band_ok[t.loops]:  # legal for every size: no need to check each
-                    out.append((t, t.transformed(state)))
-                    continue
-            out.append((t, t.apply(state)))
+            out.append((t, new if proven else t.checked(state, new)))
         except ScheduleError:
             continue
     return out
 
 
 def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = SpaceOptions(),
-                kinds: tuple[str, ...] | None = None) -> tuple[Transformation, ProgramState] | None:
+                kinds: tuple[str, ...] | None = None,
+                apply: Callable[[Transformation, ProgramState], ProgramState] | None = None,
+                ) -> tuple[Transformation, ProgramState] | None:
     """One legal transformation drawn at random: first a kind, then a proposal of that kind.
 
     Drawing the kind first keeps the many tile sizes from crowding out the rest.
     Tries proposals in random order until one is legal; None if no kind has one.
+    ``apply(t, state)`` replaces ``t.apply(state)`` (a search may remember its verdicts).
     """
     by_kind: dict[str, list[Transformation]] = {}
     for t in proposals(state, opts):
@@ -146,7 +163,7 @@ def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = Sp
         rng.shuffle(options)
         for t in options:
             try:
-                return t, t.apply(state)
+                return t, (apply(t, state) if apply else t.apply(state))
             except ScheduleError:
                 continue
     return None

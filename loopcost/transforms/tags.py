@@ -27,6 +27,7 @@ class Parallelize(Transformation):
     loop: str
     code = "P"
     kind = "parallelize"
+    keeps_order = True
 
     def transformed(self, state: ProgramState) -> ProgramState:
         _untagged(state, self.loop, "parallel")
@@ -41,6 +42,7 @@ class Unroll(Transformation):
     factor: int
     code = "U"
     kind = "unroll"
+    keeps_order = True
 
     def transformed(self, state: ProgramState) -> ProgramState:
         if self.factor < 2:
@@ -60,6 +62,7 @@ class Vectorize(Transformation):
     width: int
     code = "V"
     kind = "vectorize"
+    keeps_order = True
 
     def transformed(self, state: ProgramState) -> ProgramState:
         if self.width < 2:
