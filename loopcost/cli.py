@@ -296,7 +296,7 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
         from .dataset.stats import noise_rel
 
         store = Store(db)
-        rel = noise_rel(store.noise_pairs())
+        rel = noise_rel(store.noise_pairs(effective=True))
         store.close()
         noise = 100 * float(rel.mean()) if len(rel) else None
     out = {**metrics(pred, data.speedup, data.program), "split": a.split, "model": str(model_path),

@@ -126,6 +126,7 @@ def test_stats_and_noise(tmp_path):
     s = dataset_stats(str(db))
     assert s["programs"] == 4 and s["schedules"] > 0
     assert s["noise_pairs"] > 0 and s["noise_median_rel"] is not None and s["noise_p90_rel"] >= s["noise_median_rel"]
+    assert s["noise_floor_mape"] >= 0
     assert s["machine"][0]["cores"] == os.cpu_count()
     assert set(s["transformation_share"]) and all(0 < v <= 1 for v in s["transformation_share"].values())
     r = subprocess.run([sys.executable, "-m", "loopcost.cli", "dataset", "stats", "--db", str(db), "--json"],
@@ -193,11 +194,16 @@ def test_slow_labels_are_rechecked_and_the_faster_measurement_wins(tmp_path, mon
     monkeypatch.setattr(build_module, "RECHECK_BELOW", 1e9)  # every label counts as slow: all are rechecked
     db = tmp_path / "d.db"
     stats = build(str(db), programs=3, cfg=BuildConfig(seed=3, schedules=3, generator=TINY), workers=1,
-                  progress=False, noise_fraction=0.0)
+                  progress=False, noise_fraction=1.0)
     store = Store(db)
     pairs, labels = store.recheck_pairs(), list(store.labels())
     assert stats["recheck"] == len(pairs) == len(labels) == stats["schedules"] > 0
     assert sorted(sp for *_, sp in labels) == pytest.approx(sorted(max(a, b) for a, b in pairs))
     assert store.pending("recheck", below=1e9) == {}
+    # the noise floor is taken against the same label: the faster of label and recheck
+    raw, effective = store.noise_pairs(), store.noise_pairs(effective=True)
+    assert len(effective) == len(raw) == len(labels)
+    assert sorted(a for a, _ in raw) == pytest.approx(sorted(a for a, _ in pairs))
+    assert sorted(a for a, _ in effective) == pytest.approx(sorted(max(a, b) for a, b in pairs))
     store.close()
     assert dataset_stats(str(db))["rechecked"] == len(pairs)

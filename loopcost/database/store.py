@@ -201,9 +201,12 @@ class Store:
              "WHERE a.kind = 'label' AND b.kind = 'recheck' AND a.verified = 1 AND b.verified = 1")
         return [(a, b) for a, b in self.db.execute(q) if a and b]
 
-    def noise_pairs(self) -> list[tuple[float, float]]:
-        """(label speedup, re-measured speedup) of every schedule measured twice."""
-        q = ("SELECT a.speedup, b.speedup FROM measurements a JOIN measurements b ON a.schedule = b.schedule "
+    def noise_pairs(self, effective: bool = False) -> list[tuple[float, float]]:
+        """(label speedup, re-measured speedup) of every schedule measured twice. ``effective`` gives the
+        label that ``labels`` gives (the faster of label and recheck), the one a model is judged against."""
+        label = ("(SELECT MAX(x.speedup) FROM measurements x WHERE x.schedule = a.schedule AND x.verified = 1 "
+                 "AND x.kind IN ('label', 'recheck'))") if effective else "a.speedup"
+        q = (f"SELECT {label}, b.speedup FROM measurements a JOIN measurements b ON a.schedule = b.schedule "
              "AND a.machine = b.machine WHERE a.kind = 'label' AND b.kind = 'noise' AND a.verified = 1 "
              "AND b.verified = 1")
         return [(a, b) for a, b in self.db.execute(q) if a and b]

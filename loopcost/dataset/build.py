@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ..database.store import Store
 from ..errors import LoopcostError
@@ -26,6 +26,9 @@ NOISE_FRACTION = 0.05
 #: schedules measured slower than this (speedup) are measured again later, and the faster measurement is the
 #: label: another process on the machine can stall OpenMP barriers a thousandfold (seen in noise pairs)
 RECHECK_BELOW = 0.1
+#: a recheck re-runs labels that were slow, most likely stalled: one that is really that slow is not worth
+#: waiting the full timeout for (it keeps its first label)
+RECHECK_TIMEOUT = 60.0
 
 
 @contextmanager
@@ -94,7 +97,8 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
                               ("recheck", store.pending("recheck", below=RECHECK_BELOW))):
                 for prog, texts in due.items():
                     if prog not in recent and (kind, prog) not in pending.values():
-                        pending[ex.submit(remeasure, cfg, store.program_json(prog), texts)] = (kind, prog)
+                        c = cfg if kind == "noise" else replace(cfg, timeout=min(cfg.timeout, RECHECK_TIMEOUT))
+                        pending[ex.submit(remeasure, c, store.program_json(prog), texts)] = (kind, prog)
 
         fill()
         while pending:

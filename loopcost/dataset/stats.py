@@ -38,6 +38,7 @@ def dataset_stats(db: str) -> dict:
             kinds.update({t.kind for t in Schedule.parse(text).steps})
     pairs = store.noise_pairs()
     rel = noise_rel(pairs)
+    floor = noise_rel(store.noise_pairs(effective=True))
     rechecks = store.recheck_pairs()
     out = {
         **counts,
@@ -47,6 +48,8 @@ def dataset_stats(db: str) -> dict:
         "noise_pairs": len(pairs),
         "noise_median_rel": float(np.median(rel)) if len(rel) else None,
         "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
+        # what a perfect model would score: the re-measurement against the label used for training
+        "noise_floor_mape": 100 * float(floor.mean()) if len(floor) else None,
         "rechecked": len(rechecks),
         "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
         "machine": store.machines(),
@@ -66,7 +69,8 @@ def format_stats(s: dict) -> str:
     lines.append("transforms   " + ", ".join(f"{k} {v:.0%}" for k, v in s["transformation_share"].items()))
     if s["noise_median_rel"] is not None:
         lines.append(f"noise        {s['noise_pairs']} re-measured: median {s['noise_median_rel']:.1%}, "
-                     f"p90 {s['noise_p90_rel']:.1%} relative difference of speedup")
+                     f"p90 {s['noise_p90_rel']:.1%} relative difference of speedup; against the training label "
+                     f"(faster of label and recheck) a MAPE of {s['noise_floor_mape']:.1f}%")
     if s.get("rechecked"):
         lines.append(f"rechecked    {s['rechecked']} slow labels measured again; {s['recheck_over_2x_faster']} were "
                      "over 2x faster the second time (the faster measurement is the label)")
