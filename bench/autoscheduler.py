@@ -76,6 +76,7 @@ def random_measured(program, k: int, seed: int) -> float:
 
 def bench_kernel(name: str, args, model) -> dict:
     program = KERNELS[name].program(args.size)
+    t0 = time.time()
     row: dict = {"kernel": name}
     for method in ("beam", "mcts") + (() if args.no_exec else ("exec",)):
         r = optimize(program, method=method, model=model, budget=args.budget, top_k=args.top_k)
@@ -85,6 +86,7 @@ def bench_kernel(name: str, args, model) -> dict:
         row[f"{method}_scored"] = r.candidates_scored
     row["random"] = random_measured(program, args.top_k, seed=0)
     row.update(compilers_vs_gcc(ProgramState.initial(program), args.runs))
+    row["wall_s"] = time.time() - t0
     return row
 
 
@@ -133,21 +135,31 @@ def main() -> None:
     ap.add_argument("--kernels", nargs="*", default=None)
     ap.add_argument("--no-exec", action="store_true", help="skip execution-based search (the slow column)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"))
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the kernels already in OUT.jsonl (an interrupted run) and bench the others")
     args = ap.parse_args()
     ensure_polly()
     model = CostModel.load(args.model)
-    rows = []
-    t0 = time.time()
     jsonl = Path(args.out).with_suffix(".jsonl")
+    names = args.kernels or sorted(KERNELS)
+    done = {}
+    if args.resume and jsonl.exists():
+        done = {r["kernel"]: r for r in map(json.loads, jsonl.read_text().splitlines()) if r["kernel"] in names}
+    rows = [done[n] for n in names if n in done]
     with open(jsonl, "w") as log:
-        for name in args.kernels or sorted(KERNELS):
+        for r in rows:
+            log.write(json.dumps(r) + "\n")
+        for name in names:
+            if name in done:
+                continue
             rows.append(bench_kernel(name, args, model))
             log.write(json.dumps(rows[-1]) + "\n")
             log.flush()
             print(json.dumps(rows[-1]), flush=True)
     cmd = (f"python bench/autoscheduler.py --size {args.size} --model {Path(args.model).name} --budget "
            f"{args.budget} --top-k {args.top_k} --runs {args.runs}" + (" --no-exec" if args.no_exec else ""))
-    header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, {time.time() - t0:.0f} s in "
+    wall = sum(r.get("wall_s", 0.0) for r in rows)
+    header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, {wall / 60:.0f} min in "
               "all). Speedups over the unscheduled program under gcc -O3 -march=native -fopenmp; every result "
               "verified against it (search columns in loopcost's harness, compiler columns to a relative "
               f"{CROSS_RTOL:g}). Raw rows: `{jsonl.name}`.")

@@ -59,7 +59,8 @@ def main() -> None:
             except FeatureLimitError:
                 pass
         def feat(states=states):
-            extract._levels.cache_clear()  # a search meets new schedules: no cache hits
+            extract._levels.cache_clear()  # new schedules: only the levels they share hit the cache
+            extract._level.cache_clear()
             for st in states:
                 try:
                     featurize(st)

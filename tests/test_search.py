@@ -87,3 +87,14 @@ def test_model_scores_states_beyond_the_feature_limits_as_zero():
     ev = ModelEvaluator(CostModel(RecursiveLSTM(L.COMP_SIZE, L.LOOP_SIZE)))
     scores = ev.score([gemm(), deep])
     assert scores[0] > 0 and scores[1] == 0 and ev.scored == 2
+
+
+def test_measuring_in_chunks_times_the_unscheduled_program_beside_each_chunk():
+    from loopcost.search.evaluator import MeasuringEvaluator
+
+    p = KERNELS["gemm"].program("small")
+    states = [Schedule.parse(s).apply(p) for s in ("P(i)", "T2(i,j,8,8)", "U(k,4)")]
+    ev = MeasuringEvaluator(chunk=2)
+    speedups, raw = ev.measure(states)
+    assert len(speedups) == 3 and np.all(speedups > 0) and ev.scored == 3
+    assert len(raw) == 3 + 2  # two chunks, each with its own unscheduled run
