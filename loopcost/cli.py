@@ -335,7 +335,13 @@ def save_plots_for(out_dir: str, measured, predictions: dict, split: str) -> lis
 def cmd_dataset_pack(a: argparse.Namespace) -> int:
     from .dataset.shipped import DATA, pack
 
-    m = pack(a.db, a.out or DATA, a.command)
+    fields = {}
+    for f in a.field:
+        key, eq, value = f.partition("=")
+        if not eq or not key:
+            raise LoopcostError(f"--field takes KEY=VALUE, got {f!r}")
+        fields[key] = value
+    m = pack(a.db, a.out or DATA, a.command, fields)
     print(f"packed {m['programs']} programs, {m['schedules']} schedules into {a.out or DATA}/{m['file']} "
           f"({m['bytes'] / 2**20:.1f} MiB) with dataset.manifest.json")
     return 0
@@ -494,6 +500,8 @@ def parser() -> argparse.ArgumentParser:
     pk.add_argument("--db", required=True)
     pk.add_argument("--out", default=None, help="folder (default: loopcost/data)")
     pk.add_argument("--command", default="", help="the build command, recorded in the manifest")
+    pk.add_argument("--field", action="append", default=[], metavar="KEY=VALUE",
+                    help="a note to record in the manifest (repeatable), e.g. the build rate")
     pk.set_defaults(func=cmd_dataset_pack)
     st = dsub.add_parser("stats", help="counts, speedups, transformation shares, noise and machine")
     st.add_argument("--db", default=None, help="database (default: the shipped dataset)")

@@ -141,9 +141,11 @@ def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):
 
     db = tmp_path / "p.db"
     build(str(db), programs=2, cfg=BuildConfig(seed=12, schedules=2, generator=TINY), workers=1, progress=False)
-    m = shipped.pack(db, tmp_path / "out", command="loopcost dataset build ...")
+    m = shipped.pack(db, tmp_path / "out", command="loopcost dataset build ...", fields={"rate": "fast"})
     assert m["programs"] == 2 and m["schedules"] + m["failures"] == 6 and m["machine"][0]["cores"] == os.cpu_count()
-    assert json.loads((tmp_path / "out" / "dataset.manifest.json").read_text())["command"].startswith("loopcost")
+    written = json.loads((tmp_path / "out" / "dataset.manifest.json").read_text())
+    assert written["command"].startswith("loopcost") and written["rate"] == "fast"
+    assert written["noise"]["floor_mape_vs_label"] is None or written["noise"]["floor_mape_vs_label"] >= 0
     monkeypatch.setattr(shipped, "SHIPPED", tmp_path / "out" / "dataset.sqlite.xz")
     assert contents(shipped.shipped_db()) == contents(db)
 

@@ -30,8 +30,9 @@ def shipped_db() -> Path:
     return out
 
 
-def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "") -> dict:
-    """Snapshot ``db`` consistently, compress it to ``out_dir/dataset.sqlite.xz`` and write the manifest."""
+def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "", fields: dict | None = None) -> dict:
+    """Snapshot ``db`` consistently, compress it to ``out_dir/dataset.sqlite.xz`` and write the manifest
+    (with ``fields`` added: notes such as the build rate)."""
     import datetime
     import json
     import sqlite3
@@ -63,13 +64,14 @@ def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "") -> dict:
         "programs": stats["programs"], "schedules": stats["schedules"], "failures": stats["failures"],
         "splits": stats["splits"],
         "noise": {"pairs": stats["noise_pairs"], "median_rel": stats["noise_median_rel"],
-                  "p90_rel": stats["noise_p90_rel"]},
+                  "p90_rel": stats["noise_p90_rel"], "floor_mape_vs_label": stats["noise_floor_mape"]},
         "rechecked": {"labels": stats["rechecked"], "over_2x_faster": stats["recheck_over_2x_faster"],
                       "rule": "labels below 0.1x measured again later; the faster measurement is the label"},
         "speedup": stats["speedup"], "transformation_share": stats["transformation_share"],
         "builds": {k: json.loads(v) for k, v in builds.items()},
         "command": command,
         "file": "dataset.sqlite.xz", "bytes": (out_dir / "dataset.sqlite.xz").stat().st_size,
+        **(fields or {}),
     }
     (out_dir / "dataset.manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
