@@ -33,6 +33,7 @@ from loopcost.runner.local import run_binary
 from loopcost.runner.verify import read_dump
 from loopcost.search.evaluator import MeasuringEvaluator
 from loopcost.search.optimize import optimize
+from loopcost.transforms.space import SpaceOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPILERS = {"clang": CLANG_O3, "polly": POLLY, "polly_parallel": POLLY_PAR}
@@ -67,24 +68,25 @@ def compilers_vs_gcc(state: ProgramState, runs: int) -> dict[str, float | None]:
     return out
 
 
-def random_measured(program, k: int, seed: int) -> float:
+def random_measured(program, k: int, seed: int, space: SpaceOptions) -> float:
     """Best measured speedup of k random legal schedules (the unscheduled program competes)."""
-    states = [st for _, st in random_schedules(program, k, random.Random(seed))]
+    states = [st for _, st in random_schedules(program, k, random.Random(seed), space)]
     speedups, _ = MeasuringEvaluator().measure(states)
     return max(1.0, float(speedups.max())) if len(speedups) else 1.0
 
 
 def bench_kernel(name: str, args, model) -> dict:
     program = KERNELS[name].program(args.size)
+    space = SpaceOptions(tile_sizes=tuple(args.tile_sizes))
     t0 = time.time()
     row: dict = {"kernel": name}
     for method in ("beam", "mcts") + (() if args.no_exec else ("exec",)):
-        r = optimize(program, method=method, model=model, budget=args.budget, top_k=args.top_k)
+        r = optimize(program, method=method, model=model, budget=args.budget, top_k=args.top_k, space=space)
         row[method] = r.measured_speedup if r.verified else None
         row[f"{method}_schedule"] = str(r.schedule)
         row[f"{method}_search_s"] = r.search_time_s
         row[f"{method}_scored"] = r.candidates_scored
-    row["random"] = random_measured(program, args.top_k, seed=0)
+    row["random"] = random_measured(program, args.top_k, seed=0, space=space)
     row.update(compilers_vs_gcc(ProgramState.initial(program), args.runs))
     row["wall_s"] = time.time() - t0
     return row
@@ -130,6 +132,8 @@ def main() -> None:
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
     ap.add_argument("--model", default=str(ROOT / "loopcost" / "data" / "model.pt"))
     ap.add_argument("--budget", type=int, default=4)
+    ap.add_argument("--tile-sizes", type=int, nargs="+", default=list(SpaceOptions().tile_sizes),
+                    help="tile sizes of the space every search explores (fewer: a tractable exec search)")
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--kernels", nargs="*", default=None)
@@ -157,7 +161,8 @@ def main() -> None:
             log.flush()
             print(json.dumps(rows[-1]), flush=True)
     cmd = (f"python bench/autoscheduler.py --size {args.size} --model {Path(args.model).name} --budget "
-           f"{args.budget} --top-k {args.top_k} --runs {args.runs}" + (" --no-exec" if args.no_exec else ""))
+           f"{args.budget} --tile-sizes {' '.join(map(str, args.tile_sizes))} --top-k {args.top_k} --runs {args.runs}"
+           + (" --no-exec" if args.no_exec else ""))
     wall = sum(r.get("wall_s", 0.0) for r in rows)
     header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, {wall / 60:.0f} min in "
               "all). Speedups over the unscheduled program under gcc -O3 -march=native -fopenmp; every result "

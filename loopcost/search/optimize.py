@@ -4,13 +4,15 @@ the fastest verified one, so the model's mistakes cannot make the result slower 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..costmodel.model import CostModel
 from ..errors import LoopcostError
 from ..ir.program import Program
 from ..ir.state import ProgramState
+from ..runner.local import Timing
 from ..transforms.schedule import Schedule
+from ..transforms.space import SpaceOptions
 from .beam import Scored, beam_search
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .mcts import mcts
@@ -31,20 +33,27 @@ class OptimizeResult:
     measured: list[tuple[str, float]]
 
 
-def search(state: ProgramState, method: str, evaluator, *, budget: int, seed: int) -> list[Scored]:
+#: how execution-based search times each candidate: one timed run after the verified one (a stage can
+#: hold thousands); its top-k are then measured again like any search's
+SEARCH_TIMING = Timing(min_runs=1, warmup=0, max_runs=3, min_time=0.05, max_time=0.5)
+
+
+def search(state: ProgramState, method: str, evaluator, *, budget: int, seed: int,
+           space: SpaceOptions = SpaceOptions()) -> list[Scored]:
     if method in ("beam", "exec"):  # measuring an illegal candidate costs more than checking it first
-        return beam_search(state, evaluator, beam_size=budget, lazy=method == "beam")
+        return beam_search(state, evaluator, beam_size=budget, lazy=method == "beam", opts=space)
     if method == "mcts":
-        return mcts(state, evaluator, iterations=15 * budget, seed=seed)
+        return mcts(state, evaluator, iterations=15 * budget, seed=seed, opts=space)
     if method == "random":
-        return random_search(state, evaluator, samples=16 * budget, seed=seed)
+        return random_search(state, evaluator, samples=16 * budget, seed=seed, opts=space)
     raise LoopcostError(f"unknown search {method!r}; use one of {METHODS}")
 
 
 def optimize(program: Program, *, method: str = "beam", model: CostModel | None = None, budget: int = 4,
-             measure: bool = True, top_k: int = 5, seed: int = 0,
+             measure: bool = True, top_k: int = 5, seed: int = 0, space: SpaceOptions = SpaceOptions(),
              measurer: MeasuringEvaluator | None = None, evaluator=None) -> OptimizeResult:
-    """Find a schedule for ``program``; with ``measure``, the returned one is measured and verified.
+    """Find a schedule for ``program`` in ``space``; with ``measure``, the returned one is measured and
+    verified.
 
     The search scores with ``evaluator`` when given (anything with ``score(states)`` and ``scored``),
     else with ``model``, or by measuring for ``exec``.
@@ -52,13 +61,13 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
     state = ProgramState.initial(program)
     measurer = measurer or MeasuringEvaluator()
     if evaluator is None and method == "exec":
-        evaluator = measurer
+        evaluator = replace(measurer, timing=SEARCH_TIMING, scored=0)
     elif evaluator is None and model is None:
         raise LoopcostError(f"search {method!r} needs a cost model")
     elif evaluator is None:
         evaluator = ModelEvaluator(model)
     t0 = time.perf_counter()
-    ranked = search(state, method, evaluator, budget=budget, seed=seed)
+    ranked = search(state, method, evaluator, budget=budget, seed=seed, space=space)
     elapsed = time.perf_counter() - t0
     scored = evaluator.scored
     best = ranked[0]
