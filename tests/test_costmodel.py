@@ -47,6 +47,22 @@ def test_features_record_the_schedule():
     assert plain.key != ft.key and len(plain.loops) == 3 and len(ft.loops) == 5
 
 
+def test_access_strides_along_the_innermost_loop_follow_the_schedule():
+    p = KERNELS["gemm"].program("small")  # S1: C[i, j] += A[i, k] * B[k, j]; B is 30 x 50
+
+    def strides(schedule):
+        c = featurize(Schedule.parse(schedule).apply(p)).comps[1]
+        assert all(field(c, f"access{a}.inner_stride_known") == 1 for a in range(3))
+        return [round(2 ** float(field(c, f"access{a}.log2_inner_stride")) - 1, 3) for a in range(3)]
+
+    assert strides("") == [0, 1, 50]                           # C, A, B along k
+    assert strides("F(S0,S1,1) I(j_1,k)") == [1, 0, 1]         # along j
+    assert strides("F(S0,S1,1) I(j_1,k) V(j_1,8)") == [1, 0, 1]  # the vector strip steps j too
+    assert strides("T2(i,j,32,32) S(j,k,1)") == [0, 1, 50]     # tile loops and skews keep k innermost
+    c = featurize(Schedule.parse("F(S0,S1,1) I(j_1,k)").apply(p)).comps[1]
+    assert field(c, "access0.inner_stride_one") == 1 and field(c, "access1.inner_stride_zero") == 1
+
+
 def test_interchange_and_skew_show_in_the_schedule_matrix():
     p = KERNELS["seidel-2d"].program("small")
     ft = featurize(Schedule.parse("S(t,i,1) I(t,i)").apply(p))

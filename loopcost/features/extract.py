@@ -63,8 +63,9 @@ def _val(v: isl.Val) -> float:
 # ---- the program part ----------------------------------------------------------
 
 @functools.lru_cache(maxsize=256)
-def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
-    """Per computation: (access blocks, comp fields, number of original iterators)."""
+def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int, np.ndarray]]:
+    """Per computation: (access blocks, comp fields, number of original iterators, address map): row ``a``
+    of the address map says how far access ``a`` moves, in elements, per unit step of each iterator."""
     out = {}
     for c, loops in p.walk_computations():
         iters = [lp.name for lp in loops]
@@ -76,8 +77,11 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
             raise FeatureLimitError(f"{p.name}: computation {c.name} has {len(accesses)} accesses; the "
                                     f"features allow {L.MAX_ACCESSES}")
         acc = np.zeros((L.MAX_ACCESSES, L.ACCESS_SIZE), np.float32)
+        address = np.zeros((len(accesses), len(iters)))
         for a, r in enumerate(accesses):
             b = p.buffer(r.buffer)
+            pitch = np.cumprod((b.shape[1:] + (1,))[::-1])[::-1] if b.shape else np.ones(0)
+            address[a] = [sum(w * ix.coeff(it) for w, ix in zip(pitch, r.index, strict=True)) for it in iters]
             if len(r.index) > L.MAX_RANK:
                 raise FeatureLimitError(f"{p.name}: buffer {b.name} has rank {len(r.index)}; the features "
                                         f"allow {L.MAX_RANK}")
@@ -108,7 +112,7 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
         f[_CF[p.buffer(c.target.buffer).dtype]] = 1
         f[_CF["n_iters"]] = len(iters)
         f[_CF["log2_points"]] = _log2(_points(domain_str(c, loops)))
-        out[c.name] = (acc, f, len(iters))
+        out[c.name] = (acc, f, len(iters), address)
     return out
 
 
@@ -180,7 +184,10 @@ def _level_block(state: ProgramState, name: str, extent: float, coef: tuple[floa
     return row
 
 
-def _comp_levels(state: ProgramState, cs: CompSchedule, n_iters: int) -> list[tuple[str, np.ndarray]]:
+def _comp_levels(state: ProgramState, cs: CompSchedule,
+                 n_iters: int) -> tuple[list[tuple[str, np.ndarray]], np.ndarray | None]:
+    """The level blocks of a computation's real loops, and the innermost loop's step as a direction in
+    its original iterators (None when the schedule does not determine one)."""
     loops = state.program.enclosing_loops(cs.comp)
     domain = domain_str(state.program.computation(cs.comp), loops)
     if cs.levels:
@@ -188,12 +195,45 @@ def _comp_levels(state: ProgramState, cs: CompSchedule, n_iters: int) -> list[tu
                        for name, e in zip(cs.loops, cs.levels, strict=True))
     else:
         levels = _levels(domain, cs.loop_map, n_iters)
-    out = [(name, _level_block(state, name, ext, coef))
-           for name, (ext, coef) in zip(cs.loops, levels, strict=True) if name is not None]
+    real = [(name, ext, coef) for name, (ext, coef) in zip(cs.loops, levels, strict=True) if name is not None]
+    out = [(name, _level_block(state, name, ext, coef)) for name, ext, coef in real]
     if len(out) > L.MAX_DEPTH:
         raise FeatureLimitError(f"{state.program.name}: computation {cs.comp} has {len(out)} loop levels after "
                                 f"scheduling; the features allow {L.MAX_DEPTH}")
-    return out
+    return out, _inner_step([coef for _, _, coef in real], n_iters)
+
+
+def _inner_step(coefs: list[tuple[float, ...]], n_iters: int) -> np.ndarray | None:
+    """Solve for the direction ``d`` in iterator space along which the innermost loop steps: every outer
+    point loop stays put, the innermost advances by one. Tile loops (fractional coefficients) are constant
+    within a tile and left out; so are loops of constant value."""
+    rows = [c for c in coefs if any(c) and all(float(x).is_integer() for x in c)]
+    if n_iters == 0 or len(rows) != n_iters or not coefs or rows[-1] != coefs[-1]:
+        return None
+    m = np.array(rows, float)
+    if abs(np.linalg.det(m)) < 0.5:
+        return None
+    rhs = np.zeros(n_iters)
+    rhs[-1] = 1.0
+    return np.linalg.solve(m, rhs)
+
+
+_STRIDE = len(L.ACCESS_FIELDS) - 4  # where the inner_stride fields start in an access block
+assert L.ACCESS_FIELDS[_STRIDE] == "inner_stride_known"
+
+
+def _with_strides(acc: np.ndarray, address: np.ndarray, step: np.ndarray | None) -> np.ndarray:
+    """The access blocks with the inner-stride fields filled in for this schedule."""
+    if step is None:
+        return acc
+    acc = acc.copy()
+    stride = np.abs(address @ step)
+    n = len(stride)
+    acc[:n, _STRIDE] = 1
+    acc[:n, _STRIDE + 1] = stride < 1e-9
+    acc[:n, _STRIDE + 2] = np.abs(stride - 1) < 1e-9
+    acc[:n, _STRIDE + 3] = np.log2(1 + stride)
+    return acc
 
 
 def featurize(state: ProgramState) -> FeatureTree:
@@ -203,8 +243,9 @@ def featurize(state: ProgramState) -> FeatureTree:
     comp_vecs, loop_vecs = [], []
     paths = []
     for cs in order:
-        acc, fields, n_iters = part[cs.comp]
-        levels = _comp_levels(state, cs, n_iters)
+        acc, fields, n_iters, address = part[cs.comp]
+        levels, step = _comp_levels(state, cs, n_iters)
+        acc = _with_strides(acc, address, step)
         vec = np.zeros(L.COMP_SIZE, np.float32)
         for d, (_, block) in enumerate(levels):
             vec[d * L.LEVEL_SIZE:(d + 1) * L.LEVEL_SIZE] = block

@@ -7,7 +7,10 @@ A computation vector is the concatenation of
   (``MAX_ITERS`` coefficients; a tile loop ``floor(i/32)`` has 1/32 on ``i``);
 - ``MAX_ACCESSES`` access blocks (the write first, then the reads), each
   ``ACCESS_FIELDS`` followed by the access matrix (``MAX_RANK`` rows of
-  ``MAX_ITERS`` coefficients and a constant) over the original iterators;
+  ``MAX_ITERS`` coefficients and a constant) over the original iterators; the
+  ``inner_stride`` fields depend on the schedule: the innermost loop's step, as
+  a direction in the original iterators, applied to the access and its
+  buffer's row-major layout;
 - ``COMP_FIELDS``: operation counts, reduction, dtype, sizes.
 
 A loop vector is one level block of the first computation inside the loop.
@@ -17,7 +20,8 @@ Bump ``VERSION`` whenever any of this changes: saved models record it.
 from __future__ import annotations
 
 #: 2: a level is read on its own (shared levels computed once); a tile of a tile has 1/(s1*s2) coefficients
-VERSION = 2
+#: 3: each access's stride along the innermost loop after scheduling
+VERSION = 3
 
 MAX_DEPTH = 12
 MAX_ITERS = 7
@@ -30,7 +34,9 @@ LEVEL_FIELDS = (
     "reversed",
 )
 ACCESS_FIELDS = ("present", "is_write", "same_buffer_as_write", "rank", "buffer_is_input",
-                 "buffer_is_output", "buffer_is_temp", "log2_buffer_size")
+                 "buffer_is_output", "buffer_is_temp", "log2_buffer_size",
+                 # how far (in elements) the access moves when the innermost loop steps, after scheduling
+                 "inner_stride_known", "inner_stride_zero", "inner_stride_one", "log2_inner_stride")
 COMP_FIELDS = (
     "n_add", "n_sub", "n_mul", "n_div", "n_minmax", "n_math", "n_reads", "n_consts", "reduction",
     "reduction_add", "reduction_mul", "float32", "float64", "int32", "n_levels", "n_iters",
