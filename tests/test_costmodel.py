@@ -265,3 +265,10 @@ def test_levels_are_featurized_alone_like_the_whole_loop_map():
     assert nested == pytest.approx(1 / 128)
     level = slice(L.LEVEL_SIZE, L.MAX_DEPTH * L.LEVEL_SIZE)  # the other levels agree exactly
     assert np.array_equal(per_level.comps[:, level], whole.comps[:, level])
+
+
+def test_a_level_that_isl_splits_into_pieces_is_featurized():
+    p = KERNELS["gemm"].program("small")  # level 3 of S1: -(i + 2*floor(j/32) + floor(i/32)); isl splits it
+    st = Schedule.parse("P(i) T3(i,j,k,32,32,32) S(j_t,i,2) S(i_t,i,1) R(i)").apply(p)
+    c = featurize(st).comps[1]
+    assert [field(c, f"level3.coef_iter{k}") for k in range(3)] == pytest.approx([-1 - 1 / 32, -2 / 32, 0])

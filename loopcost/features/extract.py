@@ -139,7 +139,8 @@ def _levels(domain: str, loop_map: str, n_iters: int) -> tuple[tuple[float, tupl
         extent = _val(hi) - _val(lo) + 1 if lo.is_int() and hi.is_int() else 0.0
         coef = [0.0] * n_iters
         if pma.n_piece() == 1:
-            aff = pma.get_pw_aff(d).as_aff()
+            # isl may split a level with nested floors into pieces with the same coefficients: read the first
+            aff = pma.get_pw_aff(d).get_pieces()[0][1]
             coef = [_val(aff.get_coefficient_val(isl.dim_type.in_, k)) for k in range(n_iters)]
             for q in range(aff.dim(isl.dim_type.div)):
                 c = _val(aff.get_coefficient_val(isl.dim_type.div, q))
