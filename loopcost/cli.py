@@ -293,12 +293,11 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
     noise = None
     if db is not None:
         from .database.store import Store
-        from .dataset.stats import noise_rel
+        from .dataset.stats import noise_floor_mape
 
         store = Store(db)
-        rel = noise_rel(store.noise_pairs(effective=True))
+        noise = noise_floor_mape(store)
         store.close()
-        noise = 100 * float(rel.mean()) if len(rel) else None
     out = {**metrics(pred, data.speedup, data.program), "split": a.split, "model": str(model_path),
            "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise}
     if a.plots:

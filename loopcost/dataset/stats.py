@@ -24,6 +24,12 @@ def noise_rel(pairs: list[tuple[float, float]]) -> np.ndarray:
     return np.array([abs(b - a) / a for a, b in pairs])
 
 
+def noise_floor_mape(store: Store) -> float | None:
+    """The MAPE a perfect model would score: re-measurements against the labels models are trained on."""
+    rel = noise_rel(store.noise_pairs(effective=True))
+    return 100 * float(rel.mean()) if len(rel) else None
+
+
 def dataset_stats(db: str) -> dict:
     store = Store(db)
     counts = store.counts()
@@ -38,7 +44,6 @@ def dataset_stats(db: str) -> dict:
             kinds.update({t.kind for t in Schedule.parse(text).steps})
     pairs = store.noise_pairs()
     rel = noise_rel(pairs)
-    floor = noise_rel(store.noise_pairs(effective=True))
     rechecks = store.recheck_pairs()
     out = {
         **counts,
@@ -48,8 +53,7 @@ def dataset_stats(db: str) -> dict:
         "noise_pairs": len(pairs),
         "noise_median_rel": float(np.median(rel)) if len(rel) else None,
         "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
-        # what a perfect model would score: the re-measurement against the label used for training
-        "noise_floor_mape": 100 * float(floor.mean()) if len(floor) else None,
+        "noise_floor_mape": noise_floor_mape(store),
         "rechecked": len(rechecks),
         "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
         "machine": store.machines(),

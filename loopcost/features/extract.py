@@ -209,7 +209,7 @@ def _inner_step(coefs: list[tuple[float, ...]], n_iters: int) -> np.ndarray | No
     point loop stays put, the innermost advances by one. Tile loops (fractional coefficients) are constant
     within a tile and left out; so are loops of constant value."""
     rows = [c for c in coefs if any(c) and all(float(x).is_integer() for x in c)]
-    if n_iters == 0 or len(rows) != n_iters or not coefs or rows[-1] != coefs[-1]:
+    if n_iters == 0 or len(rows) != n_iters or rows[-1] != coefs[-1]:
         return None
     m = np.array(rows, float)
     if abs(np.linalg.det(m)) < 0.5:

@@ -19,7 +19,6 @@ from ..ir.state import ProgramState
 from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions, moves
-from ..transforms.tiling import Tile
 
 #: the order in which beam search considers transformation kinds
 STAGES = ("fuse", "interchange", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll")
@@ -40,39 +39,27 @@ class _Entry:
     illegal: bool = False
 
 
-class _Judge:
-    """Checks entries' legality once each. A tiling found illegal rules out the other sizes of the same
-    band from the same parent (tilings of a band that is not permutable are rarely legal at any size:
-    a sound shortcut, it never admits an illegal schedule)."""
+def _legal(e: _Entry) -> bool:
+    """Whether the entry's state is legal, checked once, when it is about to be kept."""
+    if e.pending is not None and not e.illegal:
+        t, before = e.pending
+        try:
+            t.checked(before, e.scored.state)
+            e.pending = None
+        except ScheduleError:
+            e.illegal = True
+    return not e.illegal
 
-    def __init__(self) -> None:
-        self.bad_bands: set[tuple[int, tuple[str, ...]]] = set()
 
-    def legal(self, e: _Entry) -> bool:
-        if e.pending is not None and not e.illegal:
-            t, before = e.pending
-            band = (id(before), t.loops) if isinstance(t, Tile) else None
-            if band in self.bad_bands:
-                e.illegal = True
-                return False
-            try:
-                t.checked(before, e.scored.state)
-                e.pending = None
-            except ScheduleError:
-                e.illegal = True
-                if band is not None:
-                    self.bad_bands.add(band)
-        return not e.illegal
-
-    def best(self, entries: list[_Entry], n: int) -> list[_Entry]:
-        """The ``n`` best legal entries, best first (ties keep their order)."""
-        out = []
-        for e in sorted(entries, key=lambda e: -e.scored.score):
-            if len(out) == n:
-                break
-            if self.legal(e):
-                out.append(e)
-        return out
+def _best(entries: list[_Entry], n: int) -> list[_Entry]:
+    """The ``n`` best legal entries, best first (ties keep their order)."""
+    out = []
+    for e in sorted(entries, key=lambda e: -e.scored.score):
+        if len(out) == n:
+            break
+        if _legal(e):
+            out.append(e)
+    return out
 
 
 def beam_search(state: ProgramState, evaluator, *, beam_size: int = 4, stages: tuple[str, ...] = STAGES,
@@ -82,7 +69,6 @@ def beam_search(state: ProgramState, evaluator, *, beam_size: int = 4, stages: t
     ``lazy=False`` checks every candidate before scoring it: for evaluators that measure, where
     scoring an illegal candidate costs more than checking it.
     """
-    judge = _Judge()
     root = _Entry(Scored(float(evaluator.score([state])[0]), Schedule(), state))
     seen = {"": root}
     beam = [root]
@@ -96,11 +82,11 @@ def beam_search(state: ProgramState, evaluator, *, beam_size: int = 4, stages: t
                     continue
                 e = _Entry(Scored(0.0, sched, new), None if proven else (t, before))
                 seen[str(sched)] = e
-                if lazy or judge.legal(e):
+                if lazy or _legal(e):
                     children.append(e)
         if children:
             scores = evaluator.score([c.scored.state for c in children])
             for c, s in zip(children, scores, strict=True):
                 c.scored = replace(c.scored, score=float(s))
-        beam = judge.best(beam + children, beam_size)
-    return [e.scored for e in judge.best(list(seen.values()), keep)]
+        beam = _best(beam + children, beam_size)
+    return [e.scored for e in _best(list(seen.values()), keep)]

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from ..errors import ScheduleError
 from ..ir.state import ProgramState
-from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions, proposals, random_step
 from .beam import Scored
@@ -36,31 +35,10 @@ class _Node:
         return self.total / self.visits + c * math.sqrt(math.log(self.parent.visits) / self.visits)
 
 
-class _Verdicts:
-    """``apply(t, state)`` that remembers each verdict: rollouts from one node try the same first steps
-    again and again, and a legality check costs milliseconds."""
-
-    def __init__(self) -> None:
-        self.known: dict[tuple[int, str], tuple[ProgramState, ProgramState | ScheduleError]] = {}
-
-    def __call__(self, t: Transformation, state: ProgramState) -> ProgramState:
-        key = (id(state), str(t))
-        if key not in self.known:  # the state is kept in the value, so its id is not reused
-            try:
-                self.known[key] = (state, t.apply(state))
-            except ScheduleError as e:
-                self.known[key] = (state, e)
-        verdict = self.known[key][1]
-        if isinstance(verdict, ScheduleError):
-            raise verdict
-        return verdict
-
-
 def mcts(state: ProgramState, evaluator, *, iterations: int = 200, max_depth: int = 6, rollouts: int = 4,
          c: float = 0.7, seed: int = 0, opts: SpaceOptions = SpaceOptions(), keep: int = 20) -> list[Scored]:
     """The ``keep`` best distinct schedules scored during the search, best first."""
     rng = random.Random(seed)
-    apply = _Verdicts()
     root = _Node(Schedule(), state)
     seen: dict[str, Scored] = {"": Scored(float(evaluator.score([state])[0]), Schedule(), state)}
     for _ in range(iterations):
@@ -73,7 +51,7 @@ def mcts(state: ProgramState, evaluator, *, iterations: int = 200, max_depth: in
         while node.untried:  # legality is checked lazily, when a proposal is first tried
             t = node.untried.pop()
             try:
-                new = apply(t, node.state)
+                new = t.apply(node.state)
             except ScheduleError:
                 continue
             child = _Node(node.schedule + t, new, node)
@@ -84,7 +62,7 @@ def mcts(state: ProgramState, evaluator, *, iterations: int = 200, max_depth: in
         for _ in range(rollouts):
             sched, st = node.schedule, node.state
             for _ in range(rng.randint(0, max(0, max_depth - len(sched.steps)))):
-                step = random_step(st, rng, opts, apply=apply)
+                step = random_step(st, rng, opts)
                 if step is None:
                     break
                 sched, st = sched + step[0], step[1]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
@@ -143,14 +142,11 @@ def candidates(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list
 
 
 def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = SpaceOptions(),
-                kinds: tuple[str, ...] | None = None,
-                apply: Callable[[Transformation, ProgramState], ProgramState] | None = None,
-                ) -> tuple[Transformation, ProgramState] | None:
+                kinds: tuple[str, ...] | None = None) -> tuple[Transformation, ProgramState] | None:
     """One legal transformation drawn at random: first a kind, then a proposal of that kind.
 
     Drawing the kind first keeps the many tile sizes from crowding out the rest.
     Tries proposals in random order until one is legal; None if no kind has one.
-    ``apply(t, state)`` replaces ``t.apply(state)`` (a search may remember its verdicts).
     """
     by_kind: dict[str, list[Transformation]] = {}
     for t in proposals(state, opts):
@@ -163,7 +159,7 @@ def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = Sp
         rng.shuffle(options)
         for t in options:
             try:
-                return t, (apply(t, state) if apply else t.apply(state))
+                return t, t.apply(state)
             except ScheduleError:
                 continue
     return None
