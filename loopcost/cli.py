@@ -251,6 +251,16 @@ def cmd_train(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ensemble(a: argparse.Namespace) -> int:
+    from .costmodel.model import CostModel
+
+    model = CostModel.combine([CostModel.load(m) for m in a.models])
+    model.card["combined_from"] = list(a.models)
+    model.save(a.out)
+    print(f"saved {a.out}: {len(model.nets)} networks; card: {a.out}.card.json")
+    return 0
+
+
 def _shipped_data(db: Path) -> Path:
     """The training-format export of ``db``, made once into the cache (it takes minutes)."""
     from .codegen.compiler import cache_root
@@ -290,16 +300,17 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
         train = everything.subset("train")
         predictions["gradient_boosted"] = GradientBoosted().fit(train.trees, train.speedup).predict(data.trees)
         baselines["gradient_boosted"] = metrics(predictions["gradient_boosted"], data.speedup, data.program)
-    noise = None
+    noise = ceiling = None
     if db is not None:
         from .database.store import Store
-        from .dataset.stats import noise_floor_mape
+        from .dataset.stats import noise_ceiling, noise_floor_mape
 
         store = Store(db)
         noise = noise_floor_mape(store)
+        ceiling = noise_ceiling(store, data.speedup, data.program)
         store.close()
     out = {**metrics(pred, data.speedup, data.program), "split": a.split, "model": str(model_path),
-           "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise}
+           "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling}
     if a.plots:
         out["plots"] = [str(p) for p in save_plots_for(a.plots, data.speedup, predictions, a.split)]
     if a.write_card:
@@ -318,6 +329,10 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
                   f"top-1 recovery {r['top1_recovery']:.3f}")
         if noise is not None:
             print(f"  noise floor (re-measured labels) MAPE {noise:.1f}%")
+        if ceiling is not None:
+            print(f"  a second measurement (simulated from the noise pairs): MAPE {ceiling['mape']:.1f}%  "
+                  f"Spearman/program {ceiling['spearman_per_program_mean']:.3f}  pairwise "
+                  f"{ceiling['pairwise_accuracy']:.3f}  top-1 recovery {ceiling['top1_recovery']:.3f}")
         for p in out.get("plots", []):
             print(f"  wrote {p}")
         if a.write_card:
@@ -525,6 +540,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--restart", action="store_true", help="ignore an existing checkpoint")
     t.set_defaults(func=cmd_train)
+
+    en = sub.add_parser("ensemble", help="combine trained models into one that predicts the geometric mean "
+                        "of theirs (their spread is an uncertainty estimate)")
+    en.add_argument("models", nargs="+", help="model files written by `loopcost train`")
+    en.add_argument("--out", required=True)
+    en.set_defaults(func=cmd_ensemble)
 
     e = sub.add_parser("evaluate", help="accuracy of a model on a split, next to baselines and the noise floor")
     e.add_argument("--model", default=None, help="model file (default: the shipped model)")

@@ -224,6 +224,13 @@ def test_export_train_resume_and_save(tmp_path):
     ens = CostModel.load(tmp_path / "e.pt")
     assert len(ens.nets) == 2 and "ensemble of 2" in ens.card["model"] and len(ens.card["history"]) == 2
     assert all(n.config["arch"] == "transformer" for n in ens.nets) and "attention" in ens.card["model"]
+    assert main(["ensemble", str(tmp_path / "m.pt"), str(tmp_path / "e.pt"), "--out", str(tmp_path / "c.pt")]) == 0
+    both = CostModel.load(tmp_path / "c.pt")
+    parts = [CostModel.load(tmp_path / f) for f in ("m.pt", "e.pt")]
+    logs = np.log(np.stack([p.predict(st) for p in parts]))
+    assert len(both.nets) == 3 and np.allclose(both.predict(st), np.exp((logs[0] + 2 * logs[1]) / 3), rtol=1e-5)
+    assert len(both.card["members"]) == 2 and both.card["members"][1]["model"] == parts[1].card["model"]
+    assert "history" not in both.card["members"][1] and parts[1].card["model"] in both.card["model"]
 
 
 def test_an_ensemble_predicts_the_geometric_mean_and_its_spread(tmp_path):

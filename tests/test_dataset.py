@@ -12,7 +12,7 @@ import time
 import pytest
 
 from loopcost.dataset.build import build
-from loopcost.dataset.stats import dataset_stats
+from loopcost.dataset.stats import dataset_stats, noise_ceiling
 from loopcost.dataset.tasks import BuildConfig
 from loopcost.errors import LoopcostError
 from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
@@ -134,6 +134,30 @@ def test_stats_and_noise(tmp_path):
     out = json.loads(r.stdout)
     for key in ("programs", "schedules", "failures", "noise_median_rel", "noise_p90_rel", "machine"):
         assert key in out
+
+
+class _Pairs:
+    """A store that holds only noise pairs."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs
+
+    def noise_pairs(self, effective=False):
+        return self.pairs
+
+
+def test_a_simulated_remeasurement_scores_what_the_noise_allows():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    speedup, program = rng.uniform(0.2, 3.0, 400), np.repeat(np.arange(20), 20)
+    exact = noise_ceiling(_Pairs([(1.0, 1.0), (2.0, 2.0)]), speedup, program)
+    assert exact["mape"] == 0 and exact["spearman_per_program_mean"] == 1 and exact["top1_recovery"] == 1
+    noisy = noise_ceiling(_Pairs([(1.0, 1.5), (1.0, 0.7), (2.0, 2.0)]), speedup, program)
+    assert 0 < noisy["spearman_per_program_mean"] < 1 and 0 < noisy["pairwise_accuracy"] < 1
+    assert 20 < noisy["mape"] < 50  # ratios 1.5, 0.7, 1: APE 50%, 30%, 0%
+    assert noise_ceiling(_Pairs([(1.0, 1.5), (1.0, 0.7), (2.0, 2.0)]), speedup, program) == noisy
+    assert noise_ceiling(_Pairs([]), speedup, program) is None
 
 
 def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):

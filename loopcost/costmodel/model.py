@@ -71,6 +71,18 @@ class CostModel:
         Path(str(path) + ".card.json").write_text(json.dumps(self.card, indent=2))
 
     @staticmethod
+    def combine(models: list[CostModel]) -> CostModel:
+        """One ensemble of every network of ``models`` (trained apart, perhaps differently); its card
+        keeps each model's card, less its training history."""
+        if not models:
+            raise LoopcostError("an ensemble needs at least one model")
+        nets = [n for m in models for n in m.nets]
+        members = [{k: v for k, v in m.card.items() if k not in ("history", "evaluation")} for m in models]
+        return CostModel(nets, {"model": f"ensemble of {len(nets)} networks (geometric mean): "
+                                         + "; ".join(str(m.get("model", "?")) for m in members),
+                                "members": members})
+
+    @staticmethod
     def load(path: str | Path) -> CostModel:
         path = Path(path)
         if not path.exists():

@@ -30,6 +30,27 @@ def noise_floor_mape(store: Store) -> float | None:
     return 100 * float(rel.mean()) if len(rel) else None
 
 
+#: the metrics a simulated re-measurement is scored on
+CEILING_KEYS = ("mape", "median_ape", "spearman_per_program_mean", "pairwise_accuracy", "top1_recovery")
+
+
+def noise_ceiling(store: Store, speedup: np.ndarray, program: np.ndarray, draws: int = 10,
+                  seed: int = 0) -> dict[str, float] | None:
+    """How a second measurement of every schedule would score against ``speedup``, the labels: each label
+    times a ratio drawn from the store's measured (label, re-measurement) pairs, metrics averaged over
+    ``draws``. The ranking metrics a model can hope for under this noise (assumed alike for every
+    schedule, though parallel ones are noisier)."""
+    from ..costmodel.metrics import metrics
+
+    pairs = store.noise_pairs(effective=True)
+    if not pairs:
+        return None
+    log_ratio = np.log([b / a for a, b in pairs])
+    rng = np.random.default_rng(seed)
+    runs = [metrics(speedup * np.exp(rng.choice(log_ratio, len(speedup))), speedup, program) for _ in range(draws)]
+    return {k: float(np.mean([r[k] for r in runs])) for k in CEILING_KEYS}
+
+
 def dataset_stats(db: str) -> dict:
     store = Store(db)
     counts = store.counts()
