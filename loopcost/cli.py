@@ -398,7 +398,8 @@ def cmd_optimize(a: argparse.Namespace) -> int:
     out = {"kernel": a.kernel, "size": _size(a), "search": a.search, "schedule": str(r.schedule),
            "predicted_speedup": r.predicted_speedup, "measured_speedup": r.measured_speedup,
            "verified": r.verified, "search_time_s": r.search_time_s, "candidates_scored": r.candidates_scored,
-           "measured_top_k": [{"schedule": s, "speedup": v} for s, v in r.measured]}
+           "measured_top_k": [{"schedule": s, "speedup": v} for s, v in r.measured],
+           "unscheduled_self_speedup": r.self_speedup}
     if drop_in is not None:
         out["drop_in_check"] = drop_in
     if a.json:

@@ -31,6 +31,9 @@ class OptimizeResult:
     search_time_s: float
     candidates_scored: int
     measured: list[tuple[str, float]]
+    #: the unscheduled program's copy timed against the harness's baseline run (1 but for noise); the
+    #: measured speedups are divided by it
+    self_speedup: float | None = None
 
 
 #: how execution-based search times each candidate: one timed run after the verified one (a stage can
@@ -76,11 +79,16 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
         return OptimizeResult(best.schedule, best.state, predicted, None, False, elapsed, scored, [])
     top = ranked[:top_k]
     if not any(not c.schedule.steps for c in top):  # the unscheduled program always competes
-        top.append(Scored(0.0, Schedule(), state))
-    speedups, _ = measurer.measure([c.state for c in top])
+        top.append(next((c for c in ranked if not c.schedule.steps), None)
+                   or Scored(1.0 if method == "exec" else float(evaluator.score([state])[0]), Schedule(), state))
+    raw, _ = measurer.measure([c.state for c in top])
+    # the unscheduled program's own copy, timed among the candidates, is the reference: timed against the
+    # harness's baseline run it can be off by itself (1.12-1.18x seen on small gemm), and so are the others
+    copy = next(i for i, c in enumerate(top) if not c.schedule.steps)
+    speedups = raw / raw[copy] if raw[copy] > 0 else raw
     measured = [(str(c.schedule), float(s)) for c, s in zip(top, speedups, strict=True)]
     k = max(range(len(top)), key=lambda i: speedups[i])
     chosen = top[k]
-    pred = predicted if chosen is best else (None if method == "exec" else chosen.score)
+    pred = None if method == "exec" else chosen.score
     return OptimizeResult(chosen.schedule, chosen.state, pred, float(speedups[k]), bool(speedups[k] > 0),
-                          elapsed, scored, measured)
+                          elapsed, scored, measured, float(raw[copy]))
