@@ -39,6 +39,26 @@ def test_beam_search_reaches_the_evaluators_optimum_and_checks_legality():
     assert any(not r.schedule.steps for r in ranked) or len(ranked) == 20
 
 
+class Along:
+    """Rewards the states along one schedule, more at each step."""
+
+    def __init__(self, program, schedule):
+        steps = Schedule.parse(schedule).steps
+        self.rewards = [(Schedule(steps[:k]).apply(program), 1.0 + k) for k in range(1, len(steps) + 1)]
+        self.scored = 0
+
+    def score(self, states):
+        self.scored += len(states)
+        return np.array([max([r for st2, r in self.rewards if st2 == st], default=1.0) for st in states])
+
+
+def test_beam_search_reaches_a_wavefront_skew_then_interchange():
+    seidel = KERNELS["seidel-2d"].program("small")
+    target = Schedule.parse("S(i,j,2) I(i,j)").apply(seidel)
+    ranked = beam_search(ProgramState.initial(seidel), Along(seidel, "S(i,j,2) I(i,j)"), beam_size=2)
+    assert ranked[0].score == 3.0 and ranked[0].state == target
+
+
 class Tempting(Toy):
     """Rewards making the reduction loop ``k`` parallel most, which is illegal."""
 

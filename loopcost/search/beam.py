@@ -20,8 +20,10 @@ from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions, moves
 
-#: the order in which beam search considers transformation kinds
-STAGES = ("fuse", "interchange", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll")
+#: the order in which beam search considers transformation kinds; an interchange after skewing makes
+#: wavefronts reachable (seidel-2d: ``S(i,j,2) I(i,j)`` runs 5.1x faster at bench size)
+STAGES = ("fuse", "interchange", "interchange", "skew", "interchange", "reverse", "tile", "parallelize",
+          "vectorize", "unroll")
 
 
 @dataclass(frozen=True)
