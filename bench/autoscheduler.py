@@ -16,6 +16,7 @@ import argparse
 import json
 import random
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -164,8 +165,11 @@ def main() -> None:
            f"{args.budget} --tile-sizes {' '.join(map(str, args.tile_sizes))} --top-k {args.top_k} --runs {args.runs}"
            + (" --no-exec" if args.no_exec else ""))
     wall = sum(r.get("wall_s", 0.0) for r in rows)
-    header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, {wall / 60:.0f} min in "
-              "all). Speedups over the unscheduled program under gcc -O3 -march=native -fopenmp; every result "
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, commit {commit}, "
+              f"{wall / 60:.0f} min in all). Speedups over the unscheduled program under gcc -O3 -march=native "
+              "-fopenmp; every result "
               "verified against it (search columns in loopcost's harness, compiler columns to a relative "
               f"{CROSS_RTOL:g}). Raw rows: `{jsonl.name}`.")
     Path(args.out).write_text(table(rows, header))
