@@ -1,5 +1,6 @@
 """``optimize``: search with a cost model (or by measuring), then measure the top candidates and keep
-the fastest verified one, so the model's mistakes cannot make the result slower than the input."""
+the fastest verified one, so the model's mistakes cannot make the result slower than the input. The
+unscheduled program always competes, and its own copy's measurement is the reference of every speedup."""
 
 from __future__ import annotations
 
