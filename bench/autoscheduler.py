@@ -169,8 +169,8 @@ def main() -> None:
                             text=True).stdout.strip() or "unknown"
     header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, commit {commit}, "
               f"{wall / 60:.0f} min in all). Speedups over the unscheduled program under gcc -O3 -march=native "
-              "-fopenmp; every result "
-              "verified against it (search columns in loopcost's harness, compiler columns to a relative "
+              "-fopenmp; every result verified against it (search columns in loopcost's harness, compiler "
+              "columns to a relative "
               f"{CROSS_RTOL:g}). Raw rows: `{jsonl.name}`.")
     Path(args.out).write_text(table(rows, header))
     print(f"wrote {args.out}")

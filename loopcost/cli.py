@@ -306,9 +306,10 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
         from .dataset.stats import noise_ceiling, noise_floor_mape
 
         store = Store(db)
-        noise = noise_floor_mape(store)
-        ceiling = noise_ceiling(store, data.speedup, data.program)
+        pairs = store.noise_pairs(effective=True)
         store.close()
+        noise = noise_floor_mape(pairs)
+        ceiling = noise_ceiling(pairs, data.speedup, data.program)
     out = {**metrics(pred, data.speedup, data.program), "split": a.split, "model": str(model_path),
            "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling}
     if a.plots:

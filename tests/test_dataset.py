@@ -136,28 +136,18 @@ def test_stats_and_noise(tmp_path):
         assert key in out
 
 
-class _Pairs:
-    """A store that holds only noise pairs."""
-
-    def __init__(self, pairs):
-        self.pairs = pairs
-
-    def noise_pairs(self, effective=False):
-        return self.pairs
-
-
 def test_a_simulated_remeasurement_scores_what_the_noise_allows():
     import numpy as np
 
     rng = np.random.default_rng(1)
     speedup, program = rng.uniform(0.2, 3.0, 400), np.repeat(np.arange(20), 20)
-    exact = noise_ceiling(_Pairs([(1.0, 1.0), (2.0, 2.0)]), speedup, program)
+    exact = noise_ceiling([(1.0, 1.0), (2.0, 2.0)], speedup, program)
     assert exact["mape"] == 0 and exact["spearman_per_program_mean"] == 1 and exact["top1_recovery"] == 1
-    noisy = noise_ceiling(_Pairs([(1.0, 1.5), (1.0, 0.7), (2.0, 2.0)]), speedup, program)
+    noisy = noise_ceiling([(1.0, 1.5), (1.0, 0.7), (2.0, 2.0)], speedup, program)
     assert 0 < noisy["spearman_per_program_mean"] < 1 and 0 < noisy["pairwise_accuracy"] < 1
     assert 20 < noisy["mape"] < 50  # ratios 1.5, 0.7, 1: APE 50%, 30%, 0%
-    assert noise_ceiling(_Pairs([(1.0, 1.5), (1.0, 0.7), (2.0, 2.0)]), speedup, program) == noisy
-    assert noise_ceiling(_Pairs([]), speedup, program) is None
+    assert noise_ceiling([(1.0, 1.5), (1.0, 0.7), (2.0, 2.0)], speedup, program) == noisy
+    assert noise_ceiling([], speedup, program) is None
 
 
 def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):

@@ -73,7 +73,7 @@ class CostModel:
     @staticmethod
     def combine(models: list[CostModel]) -> CostModel:
         """One ensemble of every network of ``models`` (trained apart, perhaps differently); its card
-        keeps each model's card, less its training history."""
+        keeps each model's card, less its training history and evaluation."""
         if not models:
             raise LoopcostError("an ensemble needs at least one model")
         nets = [n for m in models for n in m.nets]

@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..costmodel.metrics import metrics
 from ..database.store import Store
 from ..transforms.schedule import Schedule
 
@@ -24,9 +25,10 @@ def noise_rel(pairs: list[tuple[float, float]]) -> np.ndarray:
     return np.array([abs(b - a) / a for a, b in pairs])
 
 
-def noise_floor_mape(store: Store) -> float | None:
-    """The MAPE a perfect model would score: re-measurements against the labels models are trained on."""
-    rel = noise_rel(store.noise_pairs(effective=True))
+def noise_floor_mape(pairs: list[tuple[float, float]]) -> float | None:
+    """The MAPE a perfect model would score: re-measurements against the labels models are trained on
+    (``pairs`` from ``Store.noise_pairs(effective=True)``)."""
+    rel = noise_rel(pairs)
     return 100 * float(rel.mean()) if len(rel) else None
 
 
@@ -34,15 +36,12 @@ def noise_floor_mape(store: Store) -> float | None:
 CEILING_KEYS = ("mape", "median_ape", "spearman_per_program_mean", "pairwise_accuracy", "top1_recovery")
 
 
-def noise_ceiling(store: Store, speedup: np.ndarray, program: np.ndarray, draws: int = 10,
+def noise_ceiling(pairs: list[tuple[float, float]], speedup: np.ndarray, program: np.ndarray, draws: int = 10,
                   seed: int = 0) -> dict[str, float] | None:
     """How a second measurement of every schedule would score against ``speedup``, the labels: each label
-    times a ratio drawn from the store's measured (label, re-measurement) pairs, metrics averaged over
+    times a ratio drawn from the measured (label, re-measurement) ``pairs``, metrics averaged over
     ``draws``. The ranking metrics a model can hope for under this noise (assumed alike for every
     schedule, though parallel ones are noisier)."""
-    from ..costmodel.metrics import metrics
-
-    pairs = store.noise_pairs(effective=True)
     if not pairs:
         return None
     log_ratio = np.log([b / a for a, b in pairs])
@@ -74,7 +73,7 @@ def dataset_stats(db: str) -> dict:
         "noise_pairs": len(pairs),
         "noise_median_rel": float(np.median(rel)) if len(rel) else None,
         "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
-        "noise_floor_mape": noise_floor_mape(store),
+        "noise_floor_mape": noise_floor_mape(store.noise_pairs(effective=True)),
         "rechecked": len(rechecks),
         "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
         "machine": store.machines(),
