@@ -1,6 +1,9 @@
 """The autoscheduler against gcc, clang and Polly on every library kernel at its benchmark size.
 
-    python bench/autoscheduler.py [--model loopcost/data/model.pt] [--kernels gemm 2mm] [--no-exec]
+    python bench/autoscheduler.py [--model M] [--kernels gemm 2mm] [--no-exec]
+
+The model defaults to the shipped one trained on this machine's CPU, if there is one (see
+``loopcost.costmodel.shipped``); the table names the machine it measured and the model's.
 
 Columns are speedups over the unscheduled program compiled with gcc -O3 -march=native -fopenmp:
 loopcost beam and MCTS (model-guided, then the top-k measured), random search (k random legal
@@ -27,6 +30,8 @@ from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
 from loopcost.codegen.compiler import Toolchain, compile_c
 from loopcost.codegen.harness import harness_c
 from loopcost.costmodel.model import CostModel
+from loopcost.costmodel.shipped import card_cpus, default_model
+from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.generator.schedules import random_schedules
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
@@ -131,7 +136,7 @@ def table(rows: list[dict], header: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
-    ap.add_argument("--model", default=str(ROOT / "loopcost" / "data" / "model.pt"))
+    ap.add_argument("--model", default=str(default_model()))
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--tile-sizes", type=int, nargs="+", default=list(SpaceOptions().tile_sizes),
                     help="tile sizes of the space every search explores (fewer: a tractable exec search)")
@@ -145,6 +150,8 @@ def main() -> None:
     args = ap.parse_args()
     ensure_polly()
     model = CostModel.load(args.model)
+    info = machine_info(Toolchain().describe())
+    machine = fingerprint(info)
     jsonl = Path(args.out).with_suffix(".jsonl")
     names = args.kernels or sorted(KERNELS)
     done = {}
@@ -157,11 +164,12 @@ def main() -> None:
         for name in names:
             if name in done:
                 continue
-            rows.append(bench_kernel(name, args, model))
+            rows.append(bench_kernel(name, args, model) | {"machine": machine})
             log.write(json.dumps(rows[-1]) + "\n")
             log.flush()
             print(json.dumps(rows[-1]), flush=True)
-    cmd = (f"python bench/autoscheduler.py --size {args.size} --model {Path(args.model).name} --budget "
+    model_name = Path(args.model).relative_to(ROOT) if Path(args.model).is_relative_to(ROOT) else Path(args.model)
+    cmd = (f"python bench/autoscheduler.py --size {args.size} --model {model_name} --budget "
            f"{args.budget} --tile-sizes {' '.join(map(str, args.tile_sizes))} --top-k {args.top_k} --runs {args.runs}"
            + (" --no-exec" if args.no_exec else ""))
     wall = sum(r.get("wall_s", 0.0) for r in rows)
@@ -171,7 +179,10 @@ def main() -> None:
               f"{wall / 60:.0f} min in all). Speedups over the unscheduled program under gcc -O3 -march=native "
               "-fopenmp; every result verified against it (search columns in loopcost's harness, compiler "
               "columns to a relative "
-              f"{CROSS_RTOL:g}). Raw rows: `{jsonl.name}`.")
+              f"{CROSS_RTOL:g}). Raw rows: `{jsonl.name}`.\n\n"
+              f"Machine: {info['cpu']}, {info['cores']} cores, {info['compiler']} (fingerprint "
+              f"{fingerprint(info)}). Model trained on measurements of: "
+              f"{', '.join(sorted(card_cpus(Path(args.model)))) or 'unknown (no card)'}.")
     Path(args.out).write_text(table(rows, header))
     print(f"wrote {args.out}")
 

@@ -224,13 +224,15 @@ def cmd_train(a: argparse.Namespace) -> int:
 
     data = load(a.data)
     cfg = TrainConfig(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, loss=a.loss, seed=a.seed,
-                      rank_weight=a.rank_weight, threads=a.threads, arch=a.arch)
+                      rank_weight=a.rank_weight, threads=a.threads, arch=a.arch, init=a.init or "",
+                      init_member=a.init_member)
     if a.ensemble < 1:
         raise LoopcostError("--ensemble must be at least 1")
     runs = []
     for k in range(a.ensemble):  # member k trains from seed + k, with its own checkpoint
         out = a.out if a.ensemble == 1 else f"{a.out}.member{k}"
-        runs.append(train(data, out, dataclasses.replace(cfg, seed=cfg.seed + k), resume=not a.restart))
+        member = dataclasses.replace(cfg, seed=cfg.seed + k, init_member=cfg.init_member + k)
+        runs.append(train(data, out, member, resume=not a.restart))
     model = CostModel([r["net"] for r in runs])
     val = data.subset("val")
     best = metrics(model.predict_trees(val.trees), val.speedup, val.program)
@@ -364,17 +366,19 @@ def cmd_dataset_pack(a: argparse.Namespace) -> int:
 
 def cmd_optimize(a: argparse.Namespace) -> int:
     from .costmodel.model import CostModel
-    from .dataset.shipped import DATA
+    from .costmodel.shipped import default_model, machine_warning
     from .search.optimize import optimize
 
     program, ckernel = _load(a)
-    model = None
+    model, path = None, None
     if a.search != "exec":
-        path = Path(a.model) if a.model else DATA / "model.pt"
+        path = Path(a.model) if a.model else default_model()
         if not path.exists():
             raise LoopcostError(f"no cost model at {path}: train one (`loopcost train`) and pass --model, "
                                 "or use --search exec")
         model = CostModel.load(path)
+        if warning := machine_warning(path):
+            print(warning, file=sys.stderr)
     r = optimize(program, method=a.search, model=model, budget=a.budget, measure=a.measure, top_k=a.top_k,
                  seed=a.seed)
     drop_in = None
@@ -396,7 +400,8 @@ def cmd_optimize(a: argparse.Namespace) -> int:
             sys.stdout.write(code)
         else:
             Path(a.emit_c).write_text(code)
-    out = {"kernel": a.kernel, "size": _size(a), "search": a.search, "schedule": str(r.schedule),
+    out = {"kernel": a.kernel, "size": _size(a), "search": a.search, "model": str(path) if path else None,
+           "schedule": str(r.schedule),
            "predicted_speedup": r.predicted_speedup, "measured_speedup": r.measured_speedup,
            "verified": r.verified, "search_time_s": r.search_time_s, "candidates_scored": r.candidates_scored,
            "measured_top_k": [{"schedule": s, "speedup": v} for s, v in r.measured],
@@ -467,7 +472,8 @@ def parser() -> argparse.ArgumentParser:
     source_args(o)
     o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec"])
     o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
-    o.add_argument("--model", default=None, help="cost model (default: the shipped one)")
+    o.add_argument("--model", default=None,
+                   help="cost model (default: the shipped one trained on this machine's CPU, else the main one)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,
                    help="measure the top candidates and keep the fastest verified one (default)")
     o.add_argument("--top-k", type=int, default=5)
@@ -538,6 +544,11 @@ def parser() -> argparse.ArgumentParser:
                    "and average them; their spread is an uncertainty estimate")
     t.add_argument("--rank-weight", type=float, default=0.0,
                    help="weight of a pairwise ranking loss among schedules of one program (default 0: none)")
+    t.add_argument("--init", default=None, metavar="MODEL",
+                   help="fine-tune: start from a trained model's network (and its input statistics), e.g. the "
+                   "shipped model, on measurements of your machine; use a lower --lr and fewer --epochs")
+    t.add_argument("--init-member", type=int, default=0,
+                   help="which network of an --init ensemble to start from (ensemble member k: this + k)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--restart", action="store_true", help="ignore an existing checkpoint")

@@ -183,7 +183,7 @@ def test_metrics_on_known_cases():
     assert spearman(np.array([1, 2, 2, 3.0]), np.array([1, 2, 2, 3.0])) == pytest.approx(1)
 
 
-def test_export_train_resume_and_save(tmp_path):
+def test_export_train_resume_and_save(tmp_path, capsys):
     db = tmp_path / "d.db"
     build(str(db), programs=12, cfg=BuildConfig(seed=11, schedules=4, generator=TINY), workers=1, progress=False,
           noise_fraction=0.0)
@@ -231,6 +231,18 @@ def test_export_train_resume_and_save(tmp_path):
     assert len(both.nets) == 3 and np.allclose(both.predict(st), np.exp((logs[0] + 2 * logs[1]) / 3), rtol=1e-5)
     assert len(both.card["members"]) == 2 and both.card["members"][1]["model"] == parts[1].card["model"]
     assert "history" not in both.card["members"][1] and parts[1].card["model"] in both.card["model"]
+    # fine-tuning with a zero learning rate keeps the chosen member's weights and input statistics exactly
+    assert main(["train", "--data", str(tmp_path / "all.npz"), "--out", str(tmp_path / "f.pt"), "--epochs", "1",
+                 "--batch-size", "16", "--threads", "1", "--lr", "0", "--arch", "transformer",
+                 "--init", str(tmp_path / "e.pt"), "--init-member", "1"]) == 0
+    tuned = CostModel.load(tmp_path / "f.pt")
+    assert np.allclose(tuned.predict(st), CostModel(ens.nets[1]).predict(st), rtol=1e-6)
+    assert not np.allclose(tuned.predict(st), CostModel(ens.nets[0]).predict(st), rtol=1e-6)
+    assert tuned.card["config"]["init"] == str(tmp_path / "e.pt") and tuned.card["config"]["init_member"] == 1
+    capsys.readouterr()
+    assert main(["train", "--data", str(tmp_path / "all.npz"), "--out", str(tmp_path / "g.pt"), "--epochs", "1",
+                 "--threads", "1", "--init", str(tmp_path / "e.pt")]) != 0
+    assert "pass --arch transformer" in capsys.readouterr().err and not (tmp_path / "g.pt").exists()
 
 
 def test_an_ensemble_predicts_the_geometric_mean_and_its_spread(tmp_path):
@@ -279,3 +291,20 @@ def test_a_level_that_isl_splits_into_pieces_is_featurized():
     st = Schedule.parse("P(i) T3(i,j,k,32,32,32) S(j_t,i,2) S(i_t,i,1) R(i)").apply(p)
     c = featurize(st).comps[1]
     assert [field(c, f"level3.coef_iter{k}") for k in range(3)] == pytest.approx([-1 - 1 / 32, -2 / 32, 0])
+
+
+def test_the_shipped_model_is_chosen_by_the_cpu_its_card_names(tmp_path, monkeypatch):
+    from loopcost.costmodel import shipped
+
+    adapted = tmp_path / "epyc" / "model.pt"
+    adapted.parent.mkdir()
+    adapted.write_bytes(b"")
+    (tmp_path / "epyc" / "model.pt.card.json").write_text(
+        '{"members": [{"machine": [{"cpu": "AMD EPYC", "cores": 2}]}]}')
+    monkeypatch.setattr(shipped, "MACHINES", tmp_path)
+    assert shipped.default_model("AMD EPYC") == adapted
+    assert shipped.default_model("Intel(R) Xeon(R) Processor") == shipped.DEFAULT
+    assert shipped.machine_warning(adapted, "AMD EPYC") is None
+    assert "not of this Intel(R) Xeon(R) Processor" in shipped.machine_warning(adapted, "Intel(R) Xeon(R) Processor")
+    assert shipped.card_cpus(tmp_path / "none.pt") == set()
+    assert "Intel(R) Xeon(R) Processor" in shipped.card_cpus(shipped.DEFAULT)  # the main model's card says

@@ -119,3 +119,15 @@ def test_measuring_in_chunks_times_the_unscheduled_program_beside_each_chunk():
     speedups, raw = ev.measure(states)
     assert len(speedups) == 3 and np.all(speedups > 0) and ev.scored == 3
     assert len(raw) == 3 + 2  # two chunks, each with its own unscheduled run
+
+
+def test_the_measured_top_k_prefers_distinct_structures():
+    from loopcost.search.beam import Scored
+    from loopcost.search.optimize import diverse_top, structure
+
+    assert structure(Schedule.parse("S(k,j_1,2) T2(i,j,32,64) V(j,16)")) == "S(k,j_1,#) T2(i,j,#,#) V(j,#)"
+    texts = ["P(i) V(j,16)", "P(i) V(j,8)", "P(i) V(j,4)", "I(i,j) U(j,4)", "", "I(i,j) U(j,8)", "T2(i,j,32,32)"]
+    ranked = [Scored(10.0 - n, Schedule.parse(t), None) for n, t in enumerate(texts)]
+    top = [str(c.schedule) for c in diverse_top(ranked, 5)]
+    assert top == ["P(i) V(j,16)", "I(i,j) U(j,4)", "", "T2(i,j,32,32)", "P(i) V(j,8)"]
+    assert [str(c.schedule) for c in diverse_top(ranked[:3], 5)] == texts[:3]  # too few structures: by rank

@@ -35,6 +35,10 @@ class TrainConfig:
     arch: str = "lstm"
     #: weight of the pairwise ranking term (0: pure regression); batches then group schedules by program
     rank_weight: float = 0.0
+    #: fine-tune: start from network ``init_member`` of this saved model (and keep its input statistics)
+    #: instead of from random weights, e.g. to adapt the shipped model to another machine's measurements
+    init: str = ""
+    init_member: int = 0
 
 
 def _loss(out: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
@@ -80,6 +84,18 @@ def predict(net: Standardized, data: Dataset, batch_size: int = 512) -> np.ndarr
     return CostModel(net).predict_trees(data.trees, batch_size)
 
 
+def initial_net(cfg: TrainConfig) -> Standardized:
+    """A copy of network ``cfg.init_member`` of the model at ``cfg.init``, checked against ``cfg.arch``."""
+    nets = CostModel.load(cfg.init).nets
+    if not 0 <= cfg.init_member < len(nets):
+        raise LoopcostError(f"{cfg.init} has {len(nets)} network(s); there is no member {cfg.init_member}")
+    net = copy.deepcopy(nets[cfg.init_member])
+    if net.config["arch"] != cfg.arch:
+        raise LoopcostError(f"member {cfg.init_member} of {cfg.init} is a {net.config['arch']} network, "
+                            f"not {cfg.arch}: pass --arch {net.config['arch']}")
+    return net
+
+
 def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, resume: bool = True,
           progress=print) -> dict:
     """Train on ``data``'s train split, keep the weights with the best validation MAPE at ``out``.
@@ -98,10 +114,13 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     if len(tr) == 0 or len(va) == 0:
         raise LoopcostError("training needs programs in both the train and the val split")
     torch.manual_seed(cfg.seed)
-    net = make_net(cfg.arch, dropout=cfg.dropout)
-    sample = tr.trees[::max(1, len(tr) // 20000)]  # enough trees for the statistics, bounded memory
-    net.fit_inputs(torch.from_numpy(np.concatenate([t.comps for t in sample])),
-                   torch.from_numpy(np.concatenate([t.loops for t in sample])))
+    if cfg.init:
+        net = initial_net(cfg)
+    else:
+        net = make_net(cfg.arch, dropout=cfg.dropout)
+        sample = tr.trees[::max(1, len(tr) // 20000)]  # enough trees for the statistics, bounded memory
+        net.fit_inputs(torch.from_numpy(np.concatenate([t.comps for t in sample])),
+                       torch.from_numpy(np.concatenate([t.loops for t in sample])))
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     steps = (len(tr) + cfg.batch_size - 1) // cfg.batch_size
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps)

@@ -4,6 +4,7 @@ unscheduled program always competes, and its own copy's measurement is the refer
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 
@@ -42,6 +43,26 @@ class OptimizeResult:
 SEARCH_TIMING = Timing(min_runs=1, warmup=0, max_runs=3, min_time=0.05, max_time=0.5)
 
 
+_NUMBER = re.compile(r"(?<=[(,])\d+(?=[,)])")
+
+
+def structure(schedule: Schedule) -> str:
+    """The schedule's transformations and loops without their factors: ``T2(i,j,#,#) U(k,#)``."""
+    return _NUMBER.sub("#", str(schedule))
+
+
+def diverse_top(ranked: list[Scored], k: int) -> list[Scored]:
+    """``k`` candidates to measure, best first: the best of each distinct ``structure``, then the next
+    best of any. Near-copies that differ in a tile or unroll factor share the model's mistakes; other
+    structures hedge against them."""
+    firsts, rest, seen = [], [], set()
+    for c in ranked:
+        key = structure(c.schedule)
+        (rest if key in seen else firsts).append(c)
+        seen.add(key)
+    return (firsts + rest)[:k]
+
+
 def search(state: ProgramState, method: str, evaluator, *, budget: int, seed: int,
            space: SpaceOptions = SpaceOptions()) -> list[Scored]:
     if method in ("beam", "exec"):  # measuring an illegal candidate costs more than checking it first
@@ -78,7 +99,7 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
     predicted = None if method == "exec" else best.score
     if not measure:
         return OptimizeResult(best.schedule, best.state, predicted, None, False, elapsed, scored, [])
-    top = ranked[:top_k]
+    top = diverse_top(ranked, top_k)
     if not any(not c.schedule.steps for c in top):  # the unscheduled program always competes
         top.append(next((c for c in ranked if not c.schedule.steps), None)
                    or Scored(1.0 if method == "exec" else float(evaluator.score([state])[0]), Schedule(), state))
