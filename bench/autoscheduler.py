@@ -2,8 +2,7 @@
 
     python bench/autoscheduler.py [--model M] [--kernels gemm 2mm] [--no-exec]
 
-The model defaults to the shipped one trained on this machine's CPU, if there is one (see
-``loopcost.costmodel.shipped``); the table names the machine it measured and the model's.
+The table names the machine it measured on and the CPUs whose measurements trained the model.
 
 Columns are speedups over the unscheduled program compiled with gcc -O3 -march=native -fopenmp:
 loopcost beam and MCTS (model-guided, then the top-k measured), random search (k random legal
@@ -30,7 +29,7 @@ from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
 from loopcost.codegen.compiler import Toolchain, compile_c
 from loopcost.codegen.harness import harness_c
 from loopcost.costmodel.model import CostModel
-from loopcost.costmodel.shipped import card_cpus, default_model
+from loopcost.costmodel.shipped import DEFAULT, card_cpus
 from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.generator.schedules import random_schedules
 from loopcost.ir.state import ProgramState
@@ -136,7 +135,7 @@ def table(rows: list[dict], header: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
-    ap.add_argument("--model", default=str(default_model()))
+    ap.add_argument("--model", default=str(DEFAULT))
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--tile-sizes", type=int, nargs="+", default=list(SpaceOptions().tile_sizes),
                     help="tile sizes of the space every search explores (fewer: a tractable exec search)")

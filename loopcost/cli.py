@@ -366,13 +366,13 @@ def cmd_dataset_pack(a: argparse.Namespace) -> int:
 
 def cmd_optimize(a: argparse.Namespace) -> int:
     from .costmodel.model import CostModel
-    from .costmodel.shipped import default_model, machine_warning
+    from .costmodel.shipped import DEFAULT, machine_warning
     from .search.optimize import optimize
 
     program, ckernel = _load(a)
     model, path = None, None
     if a.search != "exec":
-        path = Path(a.model) if a.model else default_model()
+        path = Path(a.model) if a.model else DEFAULT
         if not path.exists():
             raise LoopcostError(f"no cost model at {path}: train one (`loopcost train`) and pass --model, "
                                 "or use --search exec")
@@ -473,7 +473,7 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec"])
     o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
     o.add_argument("--model", default=None,
-                   help="cost model (default: the shipped one trained on this machine's CPU, else the main one)")
+                   help="cost model (default: the shipped one)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,
                    help="measure the top candidates and keep the fastest verified one (default)")
     o.add_argument("--top-k", type=int, default=5)

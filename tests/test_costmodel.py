@@ -293,18 +293,13 @@ def test_a_level_that_isl_splits_into_pieces_is_featurized():
     assert [field(c, f"level3.coef_iter{k}") for k in range(3)] == pytest.approx([-1 - 1 / 32, -2 / 32, 0])
 
 
-def test_the_shipped_model_is_chosen_by_the_cpu_its_card_names(tmp_path, monkeypatch):
+def test_a_model_of_other_cpus_is_flagged_by_its_card(tmp_path):
     from loopcost.costmodel import shipped
 
-    adapted = tmp_path / "epyc" / "model.pt"
-    adapted.parent.mkdir()
-    adapted.write_bytes(b"")
-    (tmp_path / "epyc" / "model.pt.card.json").write_text(
-        '{"members": [{"machine": [{"cpu": "AMD EPYC", "cores": 2}]}]}')
-    monkeypatch.setattr(shipped, "MACHINES", tmp_path)
-    assert shipped.default_model("AMD EPYC") == adapted
-    assert shipped.default_model("Intel(R) Xeon(R) Processor") == shipped.DEFAULT
-    assert shipped.machine_warning(adapted, "AMD EPYC") is None
-    assert "not of this Intel(R) Xeon(R) Processor" in shipped.machine_warning(adapted, "Intel(R) Xeon(R) Processor")
-    assert shipped.card_cpus(tmp_path / "none.pt") == set()
-    assert "Intel(R) Xeon(R) Processor" in shipped.card_cpus(shipped.DEFAULT)  # the main model's card says
+    model = tmp_path / "model.pt"
+    (tmp_path / "model.pt.card.json").write_text('{"members": [{"machine": [{"cpu": "AMD EPYC", "cores": 2}]}]}')
+    assert shipped.card_cpus(model) == {"AMD EPYC"}
+    assert shipped.machine_warning(model, "AMD EPYC") is None
+    assert "not of this Intel(R) Xeon(R) Processor" in shipped.machine_warning(model, "Intel(R) Xeon(R) Processor")
+    assert shipped.card_cpus(tmp_path / "none.pt") == set() and shipped.machine_warning(tmp_path / "none.pt") is None
+    assert "Intel(R) Xeon(R) Processor" in shipped.card_cpus(shipped.DEFAULT)  # the shipped model's card says

@@ -1,9 +1,7 @@
-"""The cost models that ship with loopcost, and which one suits this machine.
+"""The cost model that ships with loopcost, and whether it was trained on this machine's CPU.
 
 A model learns one machine's speedups: its card lists the machines whose
-measurements trained it. ``loopcost/data/model.pt`` is the default; a model
-adapted to another CPU lives in ``loopcost/data/machines/<name>/model.pt`` and
-is chosen on a machine with that CPU.
+measurements trained it (for an ensemble, each member's card does).
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from ..database.fingerprint import cpu_model
 from ..dataset.shipped import DATA
 
 DEFAULT = DATA / "model.pt"
-MACHINES = DATA / "machines"
 
 
 def card_cpus(model_path: Path) -> set[str]:
@@ -28,21 +25,13 @@ def card_cpus(model_path: Path) -> set[str]:
     return {m["cpu"] for c in cards for m in c.get("machine", []) if "cpu" in m}
 
 
-def default_model(cpu: str | None = None) -> Path:
-    """The shipped model trained on this CPU (``cpu``, by default this machine's), else the default one."""
-    cpu = cpu or cpu_model()
-    for path in sorted(MACHINES.glob("*/model.pt")):
-        if cpu in card_cpus(path):
-            return path
-    return DEFAULT
-
-
 def machine_warning(model_path: Path, cpu: str | None = None) -> str | None:
-    """A warning when the model was trained on other CPUs than this one (its predictions may not carry over)."""
+    """A warning when the model was trained on other CPUs than this one (``cpu``, by default this
+    machine's): its predictions may not carry over."""
     cpu = cpu or cpu_model()
     cpus = card_cpus(model_path)
     if not cpus or cpu in cpus:
         return None
-    return (f"warning: {model_path} was trained on measurements of {', '.join(sorted(cpus))}, not of this "
-            f"{cpu}; its predictions may not carry over (every result is still measured here). Adapt it with "
-            "`loopcost dataset build` + `loopcost train --init`")
+    return (f"note: {model_path} was trained on measurements of {', '.join(sorted(cpus))}, not of this "
+            f"{cpu}; its ranking carries over in part (every result below is measured here). A model of "
+            "your own: `loopcost dataset build`, then `loopcost train` (see the README)")
