@@ -180,7 +180,7 @@ def main() -> None:
               "columns to a relative "
               f"{CROSS_RTOL:g}). Raw rows: `{jsonl.name}`.\n\n"
               f"Machine: {info['cpu']}, {info['cores']} cores, {info['compiler']} (fingerprint "
-              f"{fingerprint(info)}). Model trained on measurements of: "
+              f"{machine}). Model trained on measurements of: "
               f"{', '.join(sorted(card_cpus(Path(args.model)))) or 'unknown (no card)'}.")
     Path(args.out).write_text(table(rows, header))
     print(f"wrote {args.out}")

@@ -472,8 +472,7 @@ def parser() -> argparse.ArgumentParser:
     source_args(o)
     o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec"])
     o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
-    o.add_argument("--model", default=None,
-                   help="cost model (default: the shipped one)")
+    o.add_argument("--model", default=None, help="cost model (default: the shipped one)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,
                    help="measure the top candidates and keep the fastest verified one (default)")
     o.add_argument("--top-k", type=int, default=5)
