@@ -433,9 +433,10 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.")
     sub = ap.add_subparsers(dest="command", required=True)
 
-    def source_args(sp: argparse.ArgumentParser) -> None:
+    def source_args(sp: argparse.ArgumentParser, size: str = "small") -> None:
         sp.add_argument("kernel", help="library kernel name, DSL .py file, .json program, or C file (.c)")
-        sp.add_argument("--size", default="small", choices=["small", "bench"], help="library kernel size")
+        sp.add_argument("--size", default=size, choices=["small", "bench"],
+                        help=f"library kernel size (default {size})")
         sp.add_argument("--function", default=None,
                         help="C files: the function to optimize (default: the one with #pragma scop)")
         sp.add_argument("-D", dest="define", action="append", metavar="NAME[=VALUE]",
@@ -469,7 +470,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_show)
 
     o = sub.add_parser("optimize", help="search a schedule, measure the best candidates, keep the fastest")
-    source_args(o)
+    source_args(o, size="bench")  # a small kernel runs in microseconds: noise decides its speedups
     o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec"])
     o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
     o.add_argument("--model", default=None, help="cost model (default: the shipped one)")

@@ -123,8 +123,21 @@ def test_factor_sets_are_options():
     st = ProgramState.initial(prog("gemm"))
     opts = SpaceOptions(tile_sizes=(4,), unroll_factors=(3,), vector_widths=(2,), skew_factors=(5,))
     strs = {str(t) for t in proposals(st, opts)}
-    assert {"T2(i,j,4,4)", "U(k,3)", "S(i,j,5)"} <= strs
+    assert {"T2(i,j,4,4)", "U(k,3)", "S(j,k,5)"} <= strs
     assert not any(s.startswith("T2") and "32" in s for s in strs)
+
+
+def test_skews_are_proposed_only_where_one_of_the_two_loops_carries_a_dependence():
+    def skews(name, schedule=""):
+        st = Schedule.parse(schedule).apply(ProgramState.initial(prog(name)))
+        return {str(t) for t in proposals(st) if t.kind == "skew"}
+
+    gemm = skews("gemm")
+    assert "S(j,k,1)" in gemm and "S(i,k,2)" in gemm  # k carries the reduction
+    assert not any(s.startswith("S(i,j,") for s in gemm)  # every order of i and j is legal already
+    assert skews("blur") == set()  # no loop of blur carries anything
+    assert "S(t,i,1)" in skews("jacobi-1d")
+    assert "S(i,j,1)" in skews("seidel-2d", "S(t,i,1)")
 
 
 def test_order_keeping_steps_are_judged_like_a_full_check():

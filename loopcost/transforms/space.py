@@ -14,7 +14,7 @@ from ..errors import ScheduleError
 from ..ir.state import CODE_TAGS, ProgramState
 from .base import Transformation
 from .fusion import Fuse, shared_depth
-from .legality import permutable
+from .legality import carried, permutable
 from .reorder import Interchange, Reverse, Skew
 from .tags import Parallelize, Unroll, Vectorize
 from .tiling import Tile
@@ -66,6 +66,28 @@ def _parallel_nest(state: ProgramState, loop: str) -> bool:
                for other in cs.real_loops)
 
 
+def _carries(state: ProgramState, loop: str) -> bool:
+    """True if ``loop`` carries a dependence (or sits at different levels, where nothing is known)."""
+    try:
+        return bool(carried(state, loop))
+    except ScheduleError:
+        return True
+
+
+def _skewable(state: ProgramState, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs whose skewing can matter: one of the two loops carries a dependence. Where neither
+    does, every order of the pair is already legal and skewing only slants the iteration space (the
+    cost model rated such skews of blur, conv2d and 3mm 1.6-2.5x; they measured 0.3-0.7x)."""
+    memo: dict[str, bool] = {}
+
+    def carries(loop: str) -> bool:
+        if loop not in memo:
+            memo[loop] = _carries(state, loop)
+        return memo[loop]
+
+    return [(a, b) for a, b in pairs if carries(a) or carries(b)]
+
+
 def _code_tagged(state: ProgramState, loop: str) -> bool:
     return any(t.loop == loop and t.kind in CODE_TAGS for t in state.tags)
 
@@ -91,7 +113,7 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
     if "interchange" in kinds:
         out += [Interchange(a, b) for a, b in pairs]
     if "skew" in kinds:
-        out += [Skew(a, b, f) for a, b in pairs for f in opts.skew_factors]
+        out += [Skew(a, b, f) for a, b in _skewable(state, pairs) for f in opts.skew_factors]
     if "reverse" in kinds:
         out += [Reverse(lp) for lp in state.loop_names()]
     if "tile" in kinds:
