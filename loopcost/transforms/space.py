@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
 from ..ir.state import CODE_TAGS, ProgramState
@@ -170,14 +170,10 @@ def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = Sp
     Drawing the kind first keeps the many tile sizes from crowding out the rest.
     Tries proposals in random order until one is legal; None if no kind has one.
     """
-    by_kind: dict[str, list[Transformation]] = {}
-    for t in proposals(state, opts):
-        if kinds is None or t.kind in kinds:
-            by_kind.setdefault(t.kind, []).append(t)
-    order = sorted(by_kind)
+    order = [k for k in opts.kinds if kinds is None or k in kinds]
     rng.shuffle(order)
-    for kind in order:
-        options = by_kind[kind]
+    for kind in order:  # a kind's proposals are listed only when it is drawn (skews need dependences)
+        options = proposals(state, replace(opts, kinds=(kind,)))
         rng.shuffle(options)
         for t in options:
             try:
