@@ -132,9 +132,9 @@ def cmd_kernels(a: argparse.Namespace) -> int:
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
-    from .generator.programs import generate_programs
+    from .generator.programs import GeneratorOptions, generate_programs
 
-    programs = generate_programs(a.programs, a.seed)
+    programs = generate_programs(a.programs, a.seed, GeneratorOptions(families=_families(a.families)))
     if a.out:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -150,6 +150,19 @@ def cmd_generate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _families(text: str | None) -> tuple[str, ...]:
+    """``--families a,b``: program families of the generator, checked; all of them by default."""
+    from .generator.programs import FAMILIES
+
+    if text is None:
+        return FAMILIES
+    names = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = sorted(set(names) - set(FAMILIES))
+    if unknown or not names:
+        raise LoopcostError(f"unknown program families {unknown}; choose among {', '.join(FAMILIES)}")
+    return names
+
+
 def cmd_dataset_build(a: argparse.Namespace) -> int:
     from .dataset.build import build
     from .dataset.tasks import BuildConfig
@@ -159,7 +172,7 @@ def cmd_dataset_build(a: argparse.Namespace) -> int:
         raise LoopcostError("--programs, --schedules and --workers must be at least 1")
     if not 0 < a.min_work < a.max_work:
         raise LoopcostError("--min-work must be positive and below --max-work")
-    gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work)
+    gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work, families=_families(a.families))
     cfg = BuildConfig(seed=a.seed, schedules=a.schedules, toolchain=Toolchain.from_string(a.cc, a.cflags),
                       generator=gen)
     cluster = None if a.cluster in (None, "none") else a.cluster
@@ -491,6 +504,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--programs", type=int, default=10)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", default=None, help="write each program as JSON into this folder")
+    g.add_argument("--families", default=None, help="comma-separated program families (default: all)")
     g.set_defaults(func=cmd_generate)
 
     d = sub.add_parser("dataset", help="build and inspect measured datasets")
@@ -508,6 +522,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--min-work", type=float, default=2e6,
                    help="smallest estimated work (points x operations) of a program (default 2e6)")
     b.add_argument("--max-work", type=float, default=1.5e8, help="largest estimated work (default 1.5e8)")
+    b.add_argument("--families", default=None,
+                   help="comma-separated program families to draw from (default: all; a database built before "
+                        "'iterated' existed resumes with the others named)")
     b.add_argument("--cc", default=None)
     b.add_argument("--cflags", default=None)
     b.add_argument("--no-progress", action="store_true")

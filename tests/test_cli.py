@@ -100,6 +100,14 @@ def test_unknown_kernel_missing_compiler_and_compile_error():
     assert r.returncode == 2 and "no-such-flag" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_generate_draws_only_the_families_asked_for():
+    r = loopcost("generate", "--programs", "2", "--seed", "3", "--families", "iterated")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("computations") == 2
+    r = loopcost("generate", "--programs", "1", "--families", "iterated,stensil")
+    assert r.returncode == 2 and "['stensil']" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_run_and_show_with_a_schedule(tmp_path):
     r = loopcost("run", "gemm", "--schedule", "T2(i,j,8,16) P(i_t)", "--json", "--runs", "1")
     assert r.returncode == 0, r.stderr

@@ -18,6 +18,9 @@ from loopcost.errors import LoopcostError
 from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
 from loopcost.generator.schedules import random_schedules
 from loopcost.ir.program import Program
+from loopcost.ir.state import ProgramState
+from loopcost.transforms.legality import carried
+from loopcost.transforms.space import SpaceOptions, proposals
 
 TINY = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20)
 
@@ -42,6 +45,21 @@ def test_every_family_builds(family):
     opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20, families=(family,), max_comps=2)
     for p in generate_programs(5, seed=3, opts=opts):
         assert p.computations()
+
+
+def test_iterated_stencils_carry_dependences_across_time_and_offer_skews():
+    opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20, families=("iterated",), max_comps=2)
+    styles = set()
+    for p in generate_programs(12, seed=4, opts=opts):
+        state = ProgramState.initial(p)
+        times = {cs.loops[0] for cs in state.comps}
+        for t in times:  # a time loop around every sweep, carrying the sweeps' dependences
+            assert t.startswith("t") and carried(state, t)
+            sharing = sum(cs.loops[0] == t for cs in state.comps)
+            styles.add(sharing)  # 1: Gauss-Seidel in place, 2: Jacobi A -> B -> A
+        skews = proposals(state, SpaceOptions(kinds=("skew",)))
+        assert any(s.a in times for s in skews)
+    assert styles == {1, 2}
 
 
 def test_sampler_draws_distinct_legal_schedules():

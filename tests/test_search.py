@@ -89,6 +89,25 @@ def test_mcts_and_random_search_improve_on_the_start():
     assert len({str(r.schedule) for r in ranked}) == len(ranked)
 
 
+class Everything:
+    """Rewards tags and loops: a stand-in that makes the search go deep."""
+
+    def __init__(self):
+        self.scored = 0
+
+    def score(self, states):
+        self.scored += len(states)
+        return np.array([1.0 + len(st.tags) + len(st.loop_names()) for st in states])
+
+
+def test_mcts_rollouts_unchecked_but_only_legal_schedules_scored_and_returned():
+    seidel = ProgramState.initial(KERNELS["seidel-2d"].program("small"))  # most reorderings break it
+    ranked = mcts(seidel, Everything(), iterations=25, max_depth=5, seed=3, keep=100)
+    assert len(ranked) > 25 and max(len(r.schedule.steps) for r in ranked) >= 3
+    for r in ranked:
+        assert Schedule.parse(str(r.schedule)).apply(seidel.program) == r.state
+
+
 def test_optimize_by_measuring_returns_a_verified_schedule_not_slower_than_the_input():
     r = optimize(KERNELS["gemm"].program("small"), method="exec", budget=2, top_k=3)
     assert r.verified and r.measured_speedup > 0
@@ -121,9 +140,9 @@ def test_measuring_in_chunks_times_the_unscheduled_program_beside_each_chunk():
     assert len(raw) == 3 + 2  # two chunks, each with its own unscheduled run
 
 
-def test_the_measured_top_k_prefers_distinct_structures():
+def test_the_measured_top_k_prefers_distinct_cores_then_distinct_structures():
     from loopcost.search.beam import Scored
-    from loopcost.search.optimize import diverse_top, structure
+    from loopcost.search.optimize import core, diverse_top, structure
 
     assert structure(Schedule.parse("S(k,j_1,2) T2(i,j,32,64) V(j,16)")) == "S(k,j_1,#) T2(i,j,#,#) V(j,#)"
     texts = ["P(i) V(j,16)", "P(i) V(j,8)", "P(i) V(j,4)", "I(i,j) U(j,4)", "", "I(i,j) U(j,8)", "T2(i,j,32,32)"]
@@ -131,3 +150,8 @@ def test_the_measured_top_k_prefers_distinct_structures():
     top = [str(c.schedule) for c in diverse_top(ranked, 5)]
     assert top == ["P(i) V(j,16)", "I(i,j) U(j,4)", "", "T2(i,j,32,32)", "P(i) V(j,8)"]
     assert [str(c.schedule) for c in diverse_top(ranked[:3], 5)] == texts[:3]  # too few structures: by rank
+    assert core(Schedule.parse("T2(i,j,32,64) P(i) V(j,16) U(i,4)")) == "T2(i,j,#,#) P(i)"
+    texts = ["P(i) V(j,16)", "P(i) U(j,4)", "P(i) U(j,8)", "I(i,j)", "I(i,j) U(i,2)"]
+    ranked = [Scored(10.0 - n, Schedule.parse(t), None) for n, t in enumerate(texts)]
+    top = [str(c.schedule) for c in diverse_top(ranked, 4)]
+    assert top == ["P(i) V(j,16)", "I(i,j)", "P(i) U(j,4)", "I(i,j) U(i,2)"]  # cores, then structures

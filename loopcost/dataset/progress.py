@@ -29,8 +29,8 @@ class Progress:
         rate = self.done / el
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta_s = f"{eta / 60:.1f} min" if eta != float("inf") else "?"
-        line = (f"{self.what} {self.done}/{self.total} | {self.items} schedules, "
-                f"{self.items / el * 3600:,.0f}/h | elapsed {el / 60:.1f} min, ETA {eta_s} {extra}")
+        counted = f"{self.items} schedules, {self.items / el * 3600:,.0f}/h | " if self.items else ""
+        line = f"{self.what} {self.done}/{self.total} | {counted}elapsed {el / 60:.1f} min, ETA {eta_s} {extra}"
         if self.tty:
             self.stream.write("\r" + line[:150].ljust(150))
             if self.done >= self.total:

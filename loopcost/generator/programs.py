@@ -2,8 +2,10 @@
 
 A program is a chain of 1 to 6 computations, each drawn from a family:
 assignments, element-wise maps (with transposed and shifted reads), stencils
-in 1-3 dimensions with radius 1-2, matmul-like and along-a-dimension
-reductions, direct convolutions, and triangular nests. A computation reads the
+in 1-3 dimensions with radius 1-2, stencils swept in a time loop (Jacobi's two
+buffers or Gauss-Seidel in place: the loop-carried dependences that skewing and
+wavefronts are for), matmul-like and along-a-dimension reductions, direct
+convolutions, and triangular nests. A computation reads the
 previous one's output when their shapes agree (producer-consumer), and
 consecutive maps over the same space may share outer loops. Extents come from
 small, medium and large pools, scaled so that the estimated work lands in a
@@ -23,7 +25,7 @@ from ..ir.program import Program
 
 POOLS = {"small": (16, 24, 32, 48, 64), "medium": (96, 128, 192, 256, 384),
          "large": (512, 768, 1024, 1536, 2048)}
-FAMILIES = ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular")
+FAMILIES = ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular", "iterated")
 ITERS = "ijklm"
 
 
@@ -182,6 +184,39 @@ def _stencil(pl: _Plan, budget: float, rank: int) -> None:
     pl.work += math.prod(ext) * 2 * len(offsets)
 
 
+def _neighbours(rng: random.Random, rank: int) -> list[tuple[int, ...]]:
+    """The centre, the 2 * ``rank`` axis neighbours and, sometimes in 2-D, the 4 diagonal ones."""
+    offsets = [(0,) * rank]
+    for d in range(rank):
+        for sgn in (-1, 1):
+            offsets.append(tuple(sgn if k == d else 0 for k in range(rank)))
+    if rank == 2 and rng.random() < 0.5:
+        offsets += [(a, b) for a in (-1, 1) for b in (-1, 1)]
+    return offsets
+
+
+def _iterated(pl: _Plan, budget: float, rank: int) -> None:
+    """A radius-1 stencil swept ``steps`` times inside a time loop ``t``: Jacobi style (A -> B, then
+    B -> A) or Gauss-Seidel style (A updated in place, reading neighbours already updated)."""
+    rng = pl.rng
+    steps = rng.choice([2, 4, 8, 16, 32, 64, 128])
+    in_place = rng.random() < 0.4
+    offsets = _neighbours(rng, rank)
+    sweeps = 1 if in_place else 2
+    ext = tuple(max(e, 4) for e in _extents(rng, rank, budget / (steps * sweeps * 2 * len(offsets))))
+    a = pl.result(ext)
+    b = a if in_place else pl.result(ext)
+    with pl.p.loop("t", 0, steps):
+        for dst, src in [(a, a)] if in_place else [(b, a), (a, b)]:
+            with _nest(pl.p, ITERS[:rank], tuple(e - 1 for e in ext), (1,) * rank) as its:
+                acc = None
+                for off in offsets:
+                    term = src[tuple(it + o for it, o in zip(its, off, strict=True))]
+                    acc = term if acc is None else acc + term
+                dst[tuple(its)] = acc * round(1.0 / len(offsets), 4)
+    pl.work += steps * sweeps * math.prod(ext) * 2 * len(offsets)
+
+
 def _matmul(pl: _Plan, budget: float) -> None:
     rng = pl.rng
     ni, nj, nk = _extents(rng, 3, budget)
@@ -266,6 +301,8 @@ def random_program(rng: random.Random, name: str, opts: GeneratorOptions = Gener
                 _sum(pl, per_comp / 2, rng.randint(2, 3))
             elif fam == "conv":
                 _conv(pl, per_comp / 3)
+            elif fam == "iterated":
+                _iterated(pl, per_comp, rng.randint(1, 3))
             else:
                 _triangular(pl, per_comp / 2)
         if (opts.min_work <= pl.work <= opts.max_work and pl.bytes <= opts.max_bytes

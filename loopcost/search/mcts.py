@@ -1,9 +1,11 @@
 """Monte Carlo tree search with UCT over schedules, rollouts scored by the evaluator.
 
 A node is a schedule prefix. Selection follows UCT (mean reward + c * sqrt(ln N / n));
-expansion adds one untried legal transformation; a rollout appends random legal
-steps up to ``max_depth`` and is scored in batches; the reward (the log of the
-predicted speedup, floored at 0, so only improvements count) is propagated back.
+expansion adds one untried legal transformation; a rollout draws random steps up
+to ``max_depth`` and stops at the first illegal one (one legality check per step,
+where redrawing an illegal step would cost a check per draw); rollouts are scored
+in batches; the reward (the log of the predicted speedup,
+floored at 0, so only improvements count) is propagated back.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ScheduleError
 from ..ir.state import ProgramState
+from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions, proposals, random_step
 from .beam import Scored
@@ -33,6 +36,19 @@ class _Node:
         if self.visits == 0:
             return math.inf
         return self.total / self.visits + c * math.sqrt(math.log(self.parent.visits) / self.visits)
+
+
+def _legal_prefix(path: list[tuple[Transformation, ProgramState]], start: ProgramState) -> int:
+    """How many steps of ``path`` (each with the state it gives, unchecked) are legal, one after the
+    other from the legal ``start``: a rollout stops at its first illegal step."""
+    before = start
+    for k, (t, after) in enumerate(path):
+        try:
+            t.checked(before, after)
+        except ScheduleError:
+            return k
+        before = after
+    return len(path)
 
 
 def mcts(state: ProgramState, evaluator, *, iterations: int = 200, max_depth: int = 6, rollouts: int = 4,
@@ -60,13 +76,15 @@ def mcts(state: ProgramState, evaluator, *, iterations: int = 200, max_depth: in
             break
         ends = []  # rollouts from the new node
         for _ in range(rollouts):
-            sched, st = node.schedule, node.state
-            for _ in range(rng.randint(0, max(0, max_depth - len(sched.steps)))):
-                step = random_step(st, rng, opts)
+            path, st = [], node.state
+            for _ in range(rng.randint(0, max(0, max_depth - len(node.schedule.steps)))):
+                step = random_step(st, rng, opts, check=False)
                 if step is None:
                     break
-                sched, st = sched + step[0], step[1]
-            ends.append((sched, st))
+                path.append(step)
+                st = step[1]
+            path = path[:_legal_prefix(path, node.state)]
+            ends.append((node.schedule + Schedule(tuple(t for t, _ in path)), path[-1][1] if path else node.state))
         scores = evaluator.score([st for _, st in ends])
         for (sched, st), s in zip(ends, scores, strict=True):
             seen.setdefault(str(sched), Scored(float(s), sched, st))

@@ -159,11 +159,12 @@ def candidates(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list
 
 
 def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = SpaceOptions(),
-                kinds: tuple[str, ...] | None = None) -> tuple[Transformation, ProgramState] | None:
-    """One legal transformation drawn at random: first a kind, then a proposal of that kind.
+                kinds: tuple[str, ...] | None = None, check: bool = True) -> tuple[Transformation, ProgramState] | None:
+    """One transformation drawn at random: first a kind, then a proposal of that kind.
 
     Drawing the kind first keeps the many tile sizes from crowding out the rest.
-    Tries proposals in random order until one is legal; None if no kind has one.
+    Tries proposals in random order until one is legal (with ``check=False``: until one applies,
+    legal or not, for callers that check a whole sequence at once); None if no kind has one.
     """
     order = [k for k in opts.kinds if kinds is None or k in kinds]
     rng.shuffle(order)
@@ -172,7 +173,7 @@ def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = Sp
         rng.shuffle(options)
         for t in options:
             try:
-                return t, t.apply(state)
+                return t, t.apply(state) if check else t.transformed(state)
             except ScheduleError:
                 continue
     return None
