@@ -114,7 +114,9 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
     predicted = None if method == "exec" else best.score
     if not measure:
         return OptimizeResult(best.schedule, best.state, predicted, None, False, elapsed, scored, [])
-    top = diverse_top(ranked, top_k)
+    # a model's near-copies share its mistakes, so a model's candidates are measured by distinct core; the
+    # execution-based search ranked by measuring already, and measures its own best again
+    top = ranked[:top_k] if method == "exec" else diverse_top(ranked, top_k)
     if not any(not c.schedule.steps for c in top):  # the unscheduled program always competes
         top.append(next((c for c in ranked if not c.schedule.steps), None)
                    or Scored(1.0 if method == "exec" else float(evaluator.score([state])[0]), Schedule(), state))
