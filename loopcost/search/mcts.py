@@ -4,8 +4,8 @@ A node is a schedule prefix. Selection follows UCT (mean reward + c * sqrt(ln N 
 expansion adds one untried legal transformation; a rollout draws random steps up
 to ``max_depth`` and stops at the first illegal one (one legality check per step,
 where redrawing an illegal step would cost a check per draw); rollouts are scored
-in batches; the reward (the log of the predicted speedup,
-floored at 0, so only improvements count) is propagated back.
+in batches; the reward (the log of the predicted speedup, floored at 0, so only
+improvements count) is propagated back.
 """
 
 from __future__ import annotations

@@ -64,8 +64,8 @@ def core(schedule: Schedule) -> str:
 def diverse_top(ranked: list[Scored], k: int) -> list[Scored]:
     """``k`` candidates to measure, best first: the best of each distinct ``core``, then of each distinct
     ``structure``, then the next best of any. Near-copies that differ in an unroll, a vector width or a
-    factor share the model's mistakes; other cores hedge against them (side by side on the 19 benchmark
-    kernels, choosing among the best 60 by core first lifted the beam's geomean from 1.67x to 1.77x)."""
+    factor share the model's mistakes; other cores hedge against them (19 benchmark kernels: 1.67x to at
+    least 1.77x beam geomean in one side-by-side run, 1.67x to 1.72x between two full benchmark runs)."""
     chosen: list[Scored] = []
     for key in (core, structure, str):
         seen = {key(c.schedule) for c in chosen}
