@@ -280,10 +280,12 @@ def _shipped_data(db: Path) -> Path:
     """The training-format export of ``db``, made once into the cache (it takes minutes)."""
     from .codegen.compiler import cache_root
     from .costmodel.data import export
+    from .features import layout
 
-    out = cache_root() / "shipped" / (db.stem + ".npz")
+    out = cache_root() / "shipped" / f"{db.stem}.layout{layout.VERSION}.npz"  # a new layout exports again
     if not out.exists():
         print(f"exporting {db.name} to the training format (once) ...", file=sys.stderr)
+        out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp.npz")
         export(str(db), str(tmp), _export_bar(sys.stderr.isatty()))
         tmp.replace(out)

@@ -146,3 +146,19 @@ def test_optimize_by_measuring_and_emit_c(tmp_path):
     assert "void scale(" in out_c.read_text()
     r = loopcost("optimize", str(f), "--model", str(tmp_path / "none.pt"))
     assert r.returncode == 2 and "no cost model" in r.stderr
+
+
+def test_the_cached_export_of_the_shipped_data_follows_the_feature_layout(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import loopcost.costmodel.data as data
+    from loopcost.cli import _shipped_data
+    from loopcost.features import layout
+
+    exports = []
+    monkeypatch.setenv("LOOPCOST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(data, "export", lambda db, out, bar: (exports.append(out), Path(out).write_bytes(b"x")))
+    first = _shipped_data(Path("shipped.sqlite"))
+    assert _shipped_data(Path("shipped.sqlite")) == first and len(exports) == 1  # exported once
+    monkeypatch.setattr(layout, "VERSION", layout.VERSION + 1)
+    assert _shipped_data(Path("shipped.sqlite")) != first and len(exports) == 2  # a new layout: again
