@@ -11,12 +11,14 @@ from pathlib import Path
 from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
 from .errors import LoopcostError, ScheduleError
+from .generator.schedules import STAGED_SHARE
 from .ir.polyhedral import dependences
 from .ir.state import CODE_TAGS, ProgramState
 from .kernels import KERNELS
 from .kernels.loader import load_program
 from .runner.measure import measure
 from .transforms.schedule import Schedule
+from .transforms.space import STAGES
 
 
 def _fmt_time(s: float) -> str:
@@ -172,9 +174,11 @@ def cmd_dataset_build(a: argparse.Namespace) -> int:
         raise LoopcostError("--programs, --schedules and --workers must be at least 1")
     if not 0 < a.min_work < a.max_work:
         raise LoopcostError("--min-work must be positive and below --max-work")
+    if not 0 <= a.staged_share <= 1:
+        raise LoopcostError("--staged-share must be between 0 and 1")
     gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work, families=_families(a.families))
     cfg = BuildConfig(seed=a.seed, schedules=a.schedules, toolchain=Toolchain.from_string(a.cc, a.cflags),
-                      generator=gen)
+                      generator=gen, staged_share=a.staged_share)
     cluster = None if a.cluster in (None, "none") else a.cluster
     stats = build(a.db, programs=a.programs, cfg=cfg, workers=a.workers, cluster=cluster,
                   allow_mixed=a.allow_mixed_machines, progress=not a.no_progress)
@@ -527,6 +531,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--families", default=None,
                    help="comma-separated program families to draw from (default: all; a database built before "
                         "'iterated' existed resumes with the others named)")
+    b.add_argument("--staged-share", type=float, default=STAGED_SHARE,
+                   help=f"share of schedules drawn as walks through beam search's stage order, up to "
+                        f"{len(STAGES)} steps (default {STAGED_SHARE}; 0 draws 1-5 steps in random order only, "
+                        "as databases built before this option did)")
     b.add_argument("--cc", default=None)
     b.add_argument("--cflags", default=None)
     b.add_argument("--no-progress", action="store_true")

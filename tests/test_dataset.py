@@ -20,7 +20,7 @@ from loopcost.generator.schedules import random_schedules
 from loopcost.ir.program import Program
 from loopcost.ir.state import ProgramState
 from loopcost.transforms.legality import carried
-from loopcost.transforms.space import SpaceOptions, proposals
+from loopcost.transforms.space import STAGES, SpaceOptions, proposals
 
 TINY = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20)
 
@@ -71,6 +71,25 @@ def test_sampler_draws_distinct_legal_schedules():
     assert texts == [str(s) for s, _ in again]
 
 
+def _follows_stages(kinds: list[str]) -> bool:
+    """Whether ``kinds`` is a subsequence of the stage order."""
+    rest = iter(STAGES)
+    return all(k in rest for k in kinds)
+
+
+def test_staged_walks_follow_the_search_order_and_grow_past_five_steps():
+    progs = generate_programs(6, seed=2, opts=TINY)
+    staged = [s for p in progs for s, _ in random_schedules(p, 12, random.Random(1), staged_share=1.0)]
+    kinds = [[t.kind for t in s.steps] for s in staged]
+    assert staged and all(_follows_stages(k) for k in kinds)
+    assert max(map(len, kinds)) > 5
+    plain = [s for p in progs for s, _ in random_schedules(p, 12, random.Random(1), staged_share=0.0)]
+    assert max(len(s.steps) for s in plain) <= 5
+    assert not all(_follows_stages([t.kind for t in s.steps]) for s in plain)  # random order
+    mixed = [s for p in progs for s, _ in random_schedules(p, 12, random.Random(1))]
+    assert any(len(s.steps) > 5 for s in mixed) and not all(_follows_stages([t.kind for t in s.steps]) for s in mixed)
+
+
 def contents(db):
     con = sqlite3.connect(db)
     rows = con.execute("SELECT p.seed, p.idx, p.hash, s.text, m.verified FROM measurements m JOIN schedules s "
@@ -96,8 +115,24 @@ def test_build_stores_every_run_time_and_resumes(tmp_path):
     assert len(json.loads(times)) >= 3 and len(json.loads(base)) >= 3
     assert con.execute("SELECT COUNT(*) FROM measurements m JOIN schedules s ON s.id = m.schedule "
                        "WHERE s.text = '' AND m.kind = 'label'").fetchone()[0] == 4  # each program's empty schedule
-    with pytest.raises(LoopcostError, match="other settings"):
+    with pytest.raises(LoopcostError, match="other settings: schedules 3 \\(now 5\\)"):
         build(str(db), programs=4, cfg=BuildConfig(seed=3, schedules=5, generator=TINY), workers=1, progress=False)
+
+
+def test_a_database_built_before_the_staged_sampler_resumes_with_a_share_of_zero(tmp_path):
+    db = str(tmp_path / "d.db")
+    cfg = BuildConfig(seed=3, schedules=2, generator=TINY, staged_share=0.0)
+    build(db, programs=1, cfg=cfg, workers=1, progress=False)
+    con = sqlite3.connect(db)
+    key = "build:3"
+    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
+    del settings["staged_share"]  # as such builds stored their settings
+    con.execute("UPDATE meta SET value = ? WHERE key = ?", (json.dumps(settings, sort_keys=True), key))
+    con.commit()
+    con.close()
+    with pytest.raises(LoopcostError, match="staged_share 0.0 \\(now 0.5\\)"):
+        build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY), workers=1, progress=False)
+    assert build(db, programs=2, cfg=cfg, workers=1, progress=False)["programs"] == 1
 
 
 def test_sigkill_at_any_moment_then_resume_is_exact(tmp_path):

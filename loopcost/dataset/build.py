@@ -70,11 +70,16 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
     """Measure programs ``0 .. programs-1`` of ``cfg.seed``'s stream; skip those already stored."""
     store = Store(db)
     config = json.dumps({"schedules": cfg.schedules, "generator": asdict(cfg.generator),
-                         "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags)}, sort_keys=True)
+                         "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags),
+                         "staged_share": cfg.staged_share}, sort_keys=True)
+    settings = json.loads(config)
     old = store.meta(f"build:{cfg.seed}")
-    if old is not None and old != config:
-        raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings ({old}); "
-                            "use the same settings to resume, or another seed or --db")
+    if old is not None:
+        before = {"staged_share": 0.0, **json.loads(old)}  # builds before the staged sampler drew none
+        if before != settings:
+            differ = ", ".join(f"{k} {before.get(k)!r} (now {v!r})" for k, v in settings.items() if before.get(k) != v)
+            raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings: {differ}; "
+                                "use the same settings to resume, or another seed or --db")
     store.set_meta(f"build:{cfg.seed}", config)
     todo = [i for i in range(programs) if i not in store.done_indices(cfg.seed)]
     bar = Progress(len(todo), "programs", progress)

@@ -16,7 +16,7 @@ from ..database.fingerprint import fingerprint, machine_info
 from ..database.store import Row
 from ..errors import LoopcostError
 from ..generator.programs import GeneratorOptions, random_program
-from ..generator.schedules import random_schedules
+from ..generator.schedules import STAGED_SHARE, random_schedules
 from ..ir.program import Program
 from ..ir.state import ProgramState
 from ..runner.local import Timing, run_variants
@@ -38,6 +38,8 @@ class BuildConfig:
     generator: GeneratorOptions = GeneratorOptions()
     space: SpaceOptions = SpaceOptions()
     timeout: float = 300.0
+    #: the share of schedules drawn as walks through the search's stage order (0: random order only)
+    staged_share: float = STAGED_SHARE
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
         program = random_program(random.Random(f"{cfg.seed}:{idx}"), f"r{cfg.seed}_{idx}", cfg.generator)
     except RuntimeError as e:
         return BatchResult(idx, None, None, fp, info, (), [], {}, f"generator: {e}")
-    drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"), cfg.space)
+    drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"), cfg.space,
+                             staged_share=cfg.staged_share)
     schedules = [Schedule()] + [s for s, _ in drawn]
     states = [ProgramState.initial(program)] + [st for _, st in drawn]
     t_gen = time.perf_counter() - t0

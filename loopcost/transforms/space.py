@@ -21,6 +21,10 @@ from .tags import Parallelize, Unroll, Vectorize
 from .tiling import Tile
 
 KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll")
+#: the order in which beam search (and the staged sampler) consider transformation kinds; an interchange
+#: after skewing makes wavefronts reachable (seidel-2d: ``S(i,j,2) I(i,j)`` runs 5.1x faster at bench size)
+STAGES = ("fuse", "interchange", "interchange", "skew", "interchange", "reverse", "tile", "parallelize",
+          "vectorize", "unroll")
 
 
 @dataclass(frozen=True)
