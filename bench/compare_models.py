@@ -1,0 +1,117 @@
+"""Trained models side by side on the model-guided search, one harness per kernel.
+
+    python bench/compare_models.py ship=loopcost/data/model.pt new=new.pt [--kernels selection] [--out F.jsonl]
+
+Each model runs the shipped beam search (beam 4, the diverse top 5 of its best 60); every pick of
+every model is compiled into one harness with the unscheduled program, measured side by side and
+verified. A model's speedup on a kernel is the best of its top k, and 1.0 when none is faster (as
+``loopcost optimize`` returns). ``--kernels selection`` (the default) runs ``bench/selection/``:
+kernels like the benchmark's but not in it, to choose a model without fitting the 19 kernels that
+``bench/autoscheduler.py`` scores; ``--kernels bench`` runs those 19; names and DSL files also work.
+Rows are appended to ``--out`` as each kernel finishes, with every raw run time; a rerun with the
+same file skips the kernels it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+from loopcost.codegen.compiler import Toolchain
+from loopcost.costmodel.model import CostModel
+from loopcost.database.fingerprint import fingerprint, machine_info
+from loopcost.ir.state import ProgramState
+from loopcost.kernels import KERNELS
+from loopcost.kernels.loader import load_program
+from loopcost.search.beam import beam_search
+from loopcost.search.evaluator import MeasuringEvaluator, ModelEvaluator
+from loopcost.search.optimize import RANKED, diverse_top
+from loopcost.transforms.space import SpaceOptions
+
+SELECTION = Path(__file__).resolve().parent / "selection"
+
+
+def kernel_specs(choice: list[str]) -> list[str]:
+    """``selection``, ``bench`` or explicit kernel names / DSL files."""
+    if choice == ["selection"]:
+        return sorted(str(p) for p in SELECTION.glob("*.py"))
+    if choice == ["bench"]:
+        return sorted(KERNELS)
+    return choice
+
+
+def compare_on(spec: str, models: dict[str, CostModel], beam: int, top_k: int, space: SpaceOptions,
+               size: str = "bench") -> dict:
+    """Every model's top k on one kernel, measured in one harness."""
+    initial = ProgramState.initial(load_program(spec, size))
+    picks, times, states = {}, {}, {"": initial}
+    for name, model in models.items():
+        t0 = time.perf_counter()
+        ranked = beam_search(initial, ModelEvaluator(model), beam_size=beam, opts=space, keep=RANKED)
+        times[name] = time.perf_counter() - t0
+        top = diverse_top(ranked, top_k)
+        picks[name] = [(str(c.schedule), c.score) for c in top]
+        for c in top:
+            states.setdefault(str(c.schedule), c.state)
+    texts = list(states)
+    speedups, raw = MeasuringEvaluator(chunk=len(texts)).measure([states[t] for t in texts])
+    base = speedups[0]  # the unscheduled program measured as a variant beside its own baseline run
+    sp = {t: float(s / base) if s > 0 else 0.0 for t, s in zip(texts, speedups, strict=True)}
+    best = {name: max([1.0] + [sp[t] for t, _ in p]) for name, p in picks.items()}
+    return {"kernel": Path(spec).stem if spec.endswith(".py") else spec, "best": best, "speedups": sp,
+            "picks": picks, "search_s": times,
+            "raw_times": {t: list(r.times) for t, r in zip(["baseline", *texts], raw, strict=True)}}
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+def table(rows: list[dict], names: list[str]) -> str:
+    """Markdown: each model's best-of-k speedup per kernel, and the geometric means."""
+    lines = ["| kernel | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for r in rows:
+        lines.append(f"| {r['kernel']} | " + " | ".join(f"{r['best'][n]:.2f}x" for n in names) + " |")
+    lines.append("| **geometric mean** | " + " | ".join(f"**{geomean([r['best'][n] for r in rows]):.2f}x**"
+                                                      for n in names) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="+", help="NAME=MODEL.pt, two or more")
+    ap.add_argument("--kernels", nargs="+", default=["selection"])
+    ap.add_argument("--out", default="compare_models.jsonl")
+    ap.add_argument("--beam", type=int, default=4)
+    ap.add_argument("--top-k", type=int, default=5)
+    ap.add_argument("--tile-sizes", type=int, nargs="+", default=[16, 32, 64])
+    ap.add_argument("--size", choices=["small", "bench"], default="bench")
+    a = ap.parse_args(argv)
+    pairs = [m.split("=", 1) for m in a.models]
+    if any(len(p) != 2 for p in pairs) or len({n for n, _ in pairs}) != len(pairs):
+        ap.error("give each model as NAME=PATH, with distinct names")
+    models = {n: CostModel.load(p) for n, p in pairs}
+    out = Path(a.out)
+    done = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    have = {r["kernel"] for r in done if set(r["best"]) == set(models)}
+    rows = [r for r in done if r["kernel"] in have]
+    machine = fingerprint(machine_info(Toolchain().describe()))
+    for spec in kernel_specs(a.kernels):
+        name = Path(spec).stem if spec.endswith(".py") else spec
+        if name in have:
+            continue
+        row = compare_on(spec, models, a.beam, a.top_k, SpaceOptions(tile_sizes=tuple(a.tile_sizes)), a.size)
+        row["machine"] = machine
+        with out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        rows.append(row)
+        print(name, {n: round(v, 2) for n, v in row["best"].items()},
+              "search s", {n: round(v, 1) for n, v in row["search_s"].items()}, flush=True)
+    print(table(rows, list(models)))
+
+
+if __name__ == "__main__":
+    main()
