@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import statistics
 import time
 from pathlib import Path
 
@@ -43,6 +43,11 @@ def kernel_specs(choice: list[str]) -> list[str]:
     return choice
 
 
+def kernel_name(spec: str) -> str:
+    """A DSL file's stem, or the library kernel's name."""
+    return Path(spec).stem if spec.endswith(".py") else spec
+
+
 def compare_on(spec: str, models: dict[str, CostModel], beam: int, top_k: int, space: SpaceOptions,
                size: str = "bench") -> dict:
     """Every model's top k on one kernel, measured in one harness."""
@@ -61,13 +66,9 @@ def compare_on(spec: str, models: dict[str, CostModel], beam: int, top_k: int, s
     base = speedups[0]  # the unscheduled program measured as a variant beside its own baseline run
     sp = {t: float(s / base) if s > 0 else 0.0 for t, s in zip(texts, speedups, strict=True)}
     best = {name: max([1.0] + [sp[t] for t, _ in p]) for name, p in picks.items()}
-    return {"kernel": Path(spec).stem if spec.endswith(".py") else spec, "best": best, "speedups": sp,
+    return {"kernel": kernel_name(spec), "best": best, "speedups": sp,
             "picks": picks, "search_s": times,
             "raw_times": {t: list(r.times) for t, r in zip(["baseline", *texts], raw, strict=True)}}
-
-
-def geomean(xs: list[float]) -> float:
-    return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
 def table(rows: list[dict], names: list[str]) -> str:
@@ -75,8 +76,8 @@ def table(rows: list[dict], names: list[str]) -> str:
     lines = ["| kernel | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for r in rows:
         lines.append(f"| {r['kernel']} | " + " | ".join(f"{r['best'][n]:.2f}x" for n in names) + " |")
-    lines.append("| **geometric mean** | " + " | ".join(f"**{geomean([r['best'][n] for r in rows]):.2f}x**"
-                                                      for n in names) + " |")
+    means = [statistics.geometric_mean([r["best"][n] for r in rows]) for n in names]
+    lines.append("| **geometric mean** | " + " | ".join(f"**{g:.2f}x**" for g in means) + " |")
     return "\n".join(lines)
 
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = [r for r in done if r["kernel"] in have]
     machine = fingerprint(machine_info(Toolchain().describe()))
     for spec in kernel_specs(a.kernels):
-        name = Path(spec).stem if spec.endswith(".py") else spec
+        name = kernel_name(spec)
         if name in have:
             continue
         row = compare_on(spec, models, a.beam, a.top_k, SpaceOptions(tile_sizes=tuple(a.tile_sizes)), a.size)

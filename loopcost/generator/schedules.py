@@ -26,7 +26,8 @@ STAGE_PROB = 0.55
 
 def _walk(state: ProgramState, kinds: list[str | None], rng: random.Random,
           opts: SpaceOptions) -> tuple[Schedule, ProgramState]:
-    """One random legal step per entry of ``kinds`` (None: any kind), skipping entries with none."""
+    """One random legal step per entry of ``kinds``: an entry of one kind with no legal step is skipped,
+    an entry of any kind (None) with none ends the walk (nothing at all is legal)."""
     steps = []
     for kind in kinds:
         step = random_step(state, rng, opts, kinds=None if kind is None else (kind,))
