@@ -121,6 +121,14 @@ def test_other_sizes_run_the_original_code(tmp_path):
     assert check.ok and set(check.errors) == {"x1", "x2"}
 
 
+def test_parallel_schedule_emits_a_drop_in_function_with_its_helper():
+    k = load_c(C_DIR / "mvt.c", params={"n": 60})
+    emitted = emit_function(k, Schedule.parse("P(i)").apply(k.program))
+    assert "static inline void lc_opt_kernel_mvt_par0(" in emitted
+    check = link_check(load_c(C_DIR / "mvt.c", params={"n": 60}), emitted, runs=1)
+    assert check.ok and set(check.errors) == {"x1", "x2"}
+
+
 def test_overlapping_arrays_run_the_original_code(tmp_path):
     """The kernel's parameters are restrict. ``b[i] = a[i] + 1`` reversed is legal for distinct arrays,
     but called with b = a + 1 the original chains the updates; the emitted function must notice the
