@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from loopcost.codegen.c_source import CODEGEN_VERSION
 from loopcost.dataset.build import build
 from loopcost.dataset.stats import dataset_stats, noise_ceiling
 from loopcost.dataset.tasks import BuildConfig
@@ -133,6 +134,21 @@ def test_a_database_built_before_the_staged_sampler_resumes_with_a_share_of_zero
     with pytest.raises(LoopcostError, match="staged_share 0.0 \\(now 0.5\\)"):
         build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY), workers=1, progress=False)
     assert build(db, programs=2, cfg=cfg, workers=1, progress=False)["programs"] == 1
+
+
+def test_a_database_measured_on_an_older_code_generator_does_not_resume(tmp_path):
+    db = str(tmp_path / "d.db")
+    cfg = BuildConfig(seed=3, schedules=2, generator=TINY)
+    build(db, programs=1, cfg=cfg, workers=1, progress=False)
+    con = sqlite3.connect(db)
+    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
+    assert settings["codegen"] == CODEGEN_VERSION
+    del settings["codegen"]  # as builds before the version was stored
+    con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
+    con.commit()
+    con.close()
+    with pytest.raises(LoopcostError, match=f"codegen 1 \\(now {CODEGEN_VERSION}\\).*older code generator"):
+        build(db, programs=2, cfg=cfg, workers=1, progress=False)
 
 
 def test_sigkill_at_any_moment_then_resume_is_exact(tmp_path):

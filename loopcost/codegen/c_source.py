@@ -26,6 +26,9 @@ MACROS = """\
 #endif
 """
 
+# Bumped when the C printed for a schedule changes how fast it runs, so that no dataset build mixes labels
+# of two generators. 1: parallel bodies inline; 2: parallel bodies in restrict helpers.
+CODEGEN_VERSION = 2
 PARALLEL_PRAGMA = "#pragma omp parallel for"
 _ISL_MACROS = re.compile(r"\b(floord|min|max)\(")
 _FLOAT_FNS = {"sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "pow"}

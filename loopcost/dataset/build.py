@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 
+from ..codegen.c_source import CODEGEN_VERSION
 from ..database.store import Store
 from ..errors import LoopcostError
 from .progress import Progress
@@ -71,15 +72,18 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
     store = Store(db)
     config = json.dumps({"schedules": cfg.schedules, "generator": asdict(cfg.generator),
                          "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags),
-                         "staged_share": cfg.staged_share}, sort_keys=True)
+                         "staged_share": cfg.staged_share, "codegen": CODEGEN_VERSION}, sort_keys=True)
     settings = json.loads(config)
     old = store.meta(f"build:{cfg.seed}")
     if old is not None:
-        before = {"staged_share": 0.0, **json.loads(old)}  # builds before the staged sampler drew none
+        # builds before the staged sampler drew none; builds before the version was stored used codegen 1
+        before = {"staged_share": 0.0, "codegen": 1, **json.loads(old)}
         if before != settings:
             differ = ", ".join(f"{k} {before.get(k)!r} (now {v!r})" for k, v in settings.items() if before.get(k) != v)
-            raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings: {differ}; "
-                                "use the same settings to resume, or another seed or --db")
+            hint = ("; its labels were measured on C from an older code generator, which this version no "
+                    "longer prints: continue in another --db" if before["codegen"] != CODEGEN_VERSION else
+                    "; use the same settings to resume, or another seed or --db")
+            raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings: {differ}{hint}")
     store.set_meta(f"build:{cfg.seed}", config)
     todo = [i for i in range(programs) if i not in store.done_indices(cfg.seed)]
     bar = Progress(len(todo), "programs", progress)
