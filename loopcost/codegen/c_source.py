@@ -92,7 +92,7 @@ class _Printer:
 
     gcc outlines an OpenMP loop into a function that reaches the buffers through
     a shared struct, and there it no longer vectorizes loops it vectorizes in the
-    sequential program ("complicated access pattern"; ttm: 4x slower on 2
+    sequential program ("complicated access pattern"; ttm: 3-4x slower on 2
     threads than on one). The body of a parallel loop is therefore printed as a
     ``static inline`` function whose buffer parameters are ``restrict``, called
     with the iterators in scope: inlined, it keeps the aliasing facts.
