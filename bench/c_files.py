@@ -106,7 +106,7 @@ def main() -> None:
 
 def header_of(args, seconds: float | None) -> str:
     took = f", {seconds:.0f} s" if seconds is not None else ""
-    model = "" if args.search == "exec" else f" --model {Path(args.model).name}"
+    model = "" if args.search == "exec" else f" --model {args.model}"
     return (f"# C files: loopcost's emitted function vs Polly, over gcc -O3\n\n"
             f"`python bench/c_files.py --size {args.size} --search {args.search}{model} --budget {args.budget} "
             f"--runs {args.runs}` ({time.strftime('%Y-%m-%d')}{took}). Speedups over the original function "
