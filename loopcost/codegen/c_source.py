@@ -213,7 +213,8 @@ def ast_of(state: ProgramState) -> isl.AstNode:
 
 
 def kernel_c(state: ProgramState, *, name: str | None = None, attributes: str = "") -> str:
-    """The kernel function: ``void NAME(buffers...)`` computing the scheduled program."""
+    """The kernel function ``void NAME(buffers...)`` computing the scheduled program, preceded by the
+    ``static inline`` helpers that hold its parallel loops' bodies."""
     fname = name or c_identifier(state.program.name)
     pr = _Printer(state, fname)
     pr.node(ast_of(state), 1)
