@@ -8,8 +8,8 @@ Columns are speedups over the unscheduled program compiled with gcc -O3 -march=n
 loopcost beam and MCTS (model-guided, then the top-k measured), random search (k random legal
 schedules, measured), execution-based beam search (every candidate measured), and clang -O3 /
 Polly / Polly with OpenMP on the same generated unscheduled C. Search results are timed inside one
-harness binary beside the unscheduled program; compiler columns alternate runs of two binaries
-(gcc's and the other compiler's) and compare their outputs.
+harness binary beside the unscheduled program; compiler columns are one harness too, whose variants
+are the kernel compiled by gcc (the reference) and by each clang configuration, linked together.
 """
 
 from __future__ import annotations
@@ -19,23 +19,21 @@ import json
 import random
 import statistics
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
 
-from loopcost.codegen.compiler import Toolchain, compile_c
-from loopcost.codegen.harness import harness_c
+from loopcost.codegen.compiler import Toolchain
+from loopcost.codegen.harness import compilers_harness
 from loopcost.costmodel.model import CostModel
-from loopcost.costmodel.shipped import DEFAULT, card_cpus
+from loopcost.costmodel.shipped import card_cpus
 from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.generator.schedules import random_schedules
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.runner.local import run_binary
-from loopcost.runner.verify import read_dump
+from loopcost.paths import SHIPPED_MODEL
+from loopcost.runner import LocalRunner, Timing
 from loopcost.search.evaluator import MeasuringEvaluator
 from loopcost.search.optimize import optimize
 from loopcost.transforms.space import SpaceOptions
@@ -46,37 +44,18 @@ CROSS_RTOL = 1e-6  # gcc and clang contract floating-point operations differentl
 
 
 def compilers_vs_gcc(state: ProgramState, runs: int) -> dict[str, float | None]:
-    """Speedup of each clang configuration over gcc on the unscheduled C, runs alternated; None if wrong."""
-    src = harness_c([state])
-    exes = {"gcc": compile_c(src)}
-    for name, flags in COMPILERS.items():
-        exes[name] = compile_c(src, Toolchain(CLANG, flags))
-    times: dict[str, list[float]] = {n: [] for n in exes}
-    outputs = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, exe in exes.items():  # one checked run each, same seed
-            r = run_binary(exe, runs=1, warmup=0, seed=1, dump_prefix=f"{tmp}/{name}")
-            outputs[name] = read_dump(state.program, f"{tmp}/{name}.out") if r.ok else None
-    for _ in range(runs):
-        for name, exe in exes.items():
-            r = run_binary(exe, runs=1, warmup=0, seed=1)
-            times[name].append(r.times[0] if r.ok else float("nan"))
-    gcc = statistics.median(times["gcc"])
-    out = {}
-    for name in COMPILERS:
-        ok = outputs[name] is not None and all(
-            np.allclose(outputs[name][b.name], outputs["gcc"][b.name], rtol=CROSS_RTOL,
-                        atol=CROSS_RTOL * np.abs(outputs["gcc"][b.name]).max())
-            for b in state.program.outputs())
-        out[name] = gcc / statistics.median(times[name]) if ok else None
-    out["gcc_s"] = gcc
-    return out
+    """Speedup of each clang configuration over gcc on the unscheduled C, every compiler's kernel a variant
+    of one harness (gcc's the reference); None if its outputs differ from gcc's by more than CROSS_RTOL."""
+    toolchains = {"gcc": Toolchain()} | {name: Toolchain(CLANG, flags) for name, flags in COMPILERS.items()}
+    ms = LocalRunner(timeout=600).measure_harness(compilers_harness(state, toolchains, rtol=CROSS_RTOL),
+                                                  timing=Timing(runs, 1), seed=1)
+    return {m.label: m.speedup for m in ms} | {"gcc_s": ms[0].reference_median}
 
 
 def random_measured(program, k: int, seed: int, space: SpaceOptions) -> float:
     """Best measured speedup of k random legal schedules (the unscheduled program competes)."""
     states = [st for _, st in random_schedules(program, k, random.Random(seed), space)]
-    speedups, _ = MeasuringEvaluator().measure(states)
+    speedups = MeasuringEvaluator().score(states)
     return max(1.0, float(speedups.max())) if len(speedups) else 1.0
 
 
@@ -135,7 +114,7 @@ def table(rows: list[dict], header: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
-    ap.add_argument("--model", default=str(DEFAULT))
+    ap.add_argument("--model", default=str(SHIPPED_MODEL))
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--tile-sizes", type=int, nargs="+", default=list(SpaceOptions().tile_sizes),
                     help="tile sizes of the space every search explores (fewer: a tractable exec search)")
@@ -177,7 +156,7 @@ def main() -> None:
     header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, commit {commit}, "
               f"{wall / 60:.0f} min in all). Speedups over the unscheduled program under gcc -O3 -march=native "
               "-fopenmp; every result verified against it (search columns in loopcost's harness, compiler "
-              "columns to a relative "
+              "columns, compiled into one harness with gcc's, to a relative "
               f"{CROSS_RTOL:g}). Raw rows: `{jsonl.name}`.\n\n"
               f"Machine: {info['cpu']}, {info['cores']} cores, {info['compiler']} (fingerprint "
               f"{machine}). Model trained on measurements of: "

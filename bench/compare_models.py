@@ -26,6 +26,7 @@ from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
 from loopcost.kernels.loader import load_program
+from loopcost.runner import LocalRunner
 from loopcost.search.beam import beam_search
 from loopcost.search.evaluator import MeasuringEvaluator, ModelEvaluator
 from loopcost.search.optimize import RANKED, diverse_top
@@ -62,13 +63,15 @@ def compare_on(spec: str, models: dict[str, CostModel], beam: int, top_k: int, s
         for c in top:
             states.setdefault(str(c.schedule), c.state)
     texts = list(states)
-    speedups, raw = MeasuringEvaluator(chunk=len(texts)).measure([states[t] for t in texts])
+    ms = MeasuringEvaluator(LocalRunner(chunk=len(texts))).measure([states[t] for t in texts])
+    speedups = [m.speedup or 0.0 for m in ms]
     base = speedups[0]  # the unscheduled program measured as a variant beside its own baseline run
     sp = {t: float(s / base) if s > 0 else 0.0 for t, s in zip(texts, speedups, strict=True)}
     best = {name: max([1.0] + [sp[t] for t, _ in p]) for name, p in picks.items()}
     return {"kernel": kernel_name(spec), "best": best, "speedups": sp,
             "picks": picks, "search_s": times,
-            "raw_times": {t: list(r.times) for t, r in zip(["baseline", *texts], raw, strict=True)}}
+            "raw_times": {"baseline": list(ms[0].reference_times)} | {t: list(m.times) for t, m in zip(texts, ms,
+                                                                                              strict=True)}}
 
 
 def table(rows: list[dict], names: list[str]) -> str:

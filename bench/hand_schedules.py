@@ -13,7 +13,7 @@ import argparse
 
 from loopcost.errors import LoopcostError
 from loopcost.kernels import KERNELS
-from loopcost.runner.measure import measure
+from loopcost.runner import LocalRunner, Timing
 from loopcost.transforms.schedule import Schedule
 
 SCHEDULES = {
@@ -62,21 +62,22 @@ def main() -> None:
     a = ap.parse_args()
     print("| kernel | schedule | verified | unscheduled (s) | scheduled (s) | speedup |")
     print("|---|---|---|---|---|---|")
+    runner = LocalRunner(timeout=600)
     for name in a.kernels.split(","):
         program = KERNELS[name].program("bench")
         best = None
         rows = []
         for text in SCHEDULES[name]:
             try:
-                m = measure(Schedule.parse(text).apply(program), runs=a.runs, warmup=1, timeout=600)
+                m = runner.measure([Schedule.parse(text).apply(program)], timing=Timing(a.runs, 1))[0]
             except LoopcostError as e:
                 rows.append(f"| {name} | `{text}` | refused: {e} | | | |")
                 continue
             if not m.verified:
-                rows.append(f"| {name} | `{text}` | NO: {m.detail} | | | |")
+                rows.append(f"| {name} | `{text}` | NO: {m.error} | | | |")
                 continue
-            rows.append((m.speedup, f"| {name} | `{text}` | yes | {m.baseline.median:.4f} | "
-                                    f"{m.result.median:.4f} | {m.speedup:.2f}x"))
+            rows.append((m.speedup, f"| {name} | `{text}` | yes | {m.reference_median:.4f} | "
+                                    f"{m.median:.4f} | {m.speedup:.2f}x"))
             if best is None or m.speedup > best:
                 best = m.speedup
         for r in rows:

@@ -22,8 +22,8 @@ from loopcost.features import extract
 from loopcost.features.extract import FeatureLimitError, featurize
 from loopcost.generator.schedules import random_schedules
 from loopcost.kernels import KERNELS
+from loopcost.paths import SHIPPED_MODEL
 
-ROOT = Path(__file__).resolve().parent.parent
 KERNEL_NAMES = ("gemm", "2mm", "jacobi-2d", "conv2d", "heat-3d")
 
 
@@ -38,7 +38,7 @@ def median_time(fn, repeats: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=str(ROOT / "loopcost" / "data" / "model.pt"))
+    ap.add_argument("--model", default=str(SHIPPED_MODEL))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--schedules", type=int, default=512, help="random schedules per kernel")

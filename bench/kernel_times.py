@@ -3,7 +3,7 @@
     python bench/kernel_times.py [--runs 5] [--json out.json]
 
 Compiles with an empty cache (so every compile is real), then runs each kernel
-alone: median of --runs timed runs after one warm-up, verified against itself.
+beside itself in one harness: median of --runs timed runs after one warm-up, verified.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ import json
 import os
 import statistics
 import tempfile
-import time
 
-from loopcost.codegen.compiler import Toolchain, compile_c
-from loopcost.codegen.harness import harness_c
+from loopcost.codegen.compiler import Toolchain
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.runner.local import run_binary
+from loopcost.runner import LocalRunner, Timing
 
 
 def main() -> None:
@@ -33,20 +31,17 @@ def main() -> None:
         print(f"toolchain: {Toolchain().describe()}")
         print("| kernel | bench sizes | compile (s) | median (s) | min (s) | runs |")
         print("|---|---|---|---|---|---|")
+        runner = LocalRunner(timeout=600)
         for name in sorted(KERNELS):
             k = KERNELS[name]
-            src = harness_c(ProgramState.initial(k.program("bench")))
-            t0 = time.perf_counter()
-            exe = compile_c(src)
-            compile_s = time.perf_counter() - t0
-            res = run_binary(exe, runs=a.runs, warmup=1, timeout=600)
+            m = runner.measure([ProgramState.initial(k.program("bench"))], timing=Timing(a.runs, 1))[0]
             sizes = ", ".join(f"{s}={v}" for s, v in k.sizes["bench"].items())
-            if not res.ok:
-                print(f"| {name} | {sizes} | {compile_s:.3f} | error: {res.error} | | |")
+            if not m.verified:
+                print(f"| {name} | {sizes} | {m.compile_s:.3f} | error: {m.error} | | |")
                 continue
-            rows.append({"kernel": name, "sizes": k.sizes["bench"], "compile_s": compile_s,
-                         "median_s": res.median, "min_s": res.min, "times_s": list(res.times)})
-            print(f"| {name} | {sizes} | {compile_s:.3f} | {res.median:.4f} | {res.min:.4f} | {len(res.times)} |",
+            rows.append({"kernel": name, "sizes": k.sizes["bench"], "compile_s": m.compile_s,
+                         "median_s": m.median, "min_s": min(m.times), "times_s": list(m.times)})
+            print(f"| {name} | {sizes} | {m.compile_s:.3f} | {m.median:.4f} | {min(m.times):.4f} | {len(m.times)} |",
                   flush=True)
     cs = [r["compile_s"] for r in rows]
     print(f"\ncompile time: median {statistics.median(cs):.3f} s, min {min(cs):.3f} s, max {max(cs):.3f} s")

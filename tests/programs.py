@@ -41,3 +41,19 @@ def two_maps(n: int = 32):
     with p.loop("i", 0, n) as i:
         D[i] = B[i + 1] - C[i]
     return p.build()
+
+
+def measure_one(state, runs: int = 1, warmup: int = 0):
+    """``state`` measured beside its unscheduled program on this machine, and verified."""
+    from loopcost.runner import LocalRunner, Timing
+
+    return LocalRunner().measure([state], timing=Timing(runs, warmup))[0]
+
+
+def run_once(exe, *, runs: int = 5, warmup: int = 1, seed: int = 0, dump_prefix: str | None = None,
+             timeout: float = 120.0):
+    """Variant 0 of a built harness, run ``runs`` times (the raw ``RunResult``)."""
+    from loopcost.runner.process import Timing, run_variants
+
+    return run_variants(exe, [0], timing=Timing(runs, warmup), seed=seed, dump_prefix=dump_prefix,
+                        timeout=timeout)[0]

@@ -9,8 +9,8 @@ sys.path.insert(0, str(BENCH))
 
 import compare_models  # noqa: E402
 
-from loopcost.costmodel.shipped import DEFAULT  # noqa: E402
 from loopcost.kernels.loader import load_program  # noqa: E402
+from loopcost.paths import SHIPPED_MODEL  # noqa: E402
 
 
 def test_every_selection_kernel_builds_at_both_sizes_and_is_not_a_benchmark_kernel():
@@ -27,7 +27,7 @@ def test_every_selection_kernel_builds_at_both_sizes_and_is_not_a_benchmark_kern
 
 def test_compare_measures_each_models_picks_in_one_harness_and_resumes(tmp_path, capsys):
     out = tmp_path / "c.jsonl"
-    args = [f"a={DEFAULT}", f"b={DEFAULT}", "--kernels", "gemm", "--size", "small", "--out", str(out)]
+    args = [f"a={SHIPPED_MODEL}", f"b={SHIPPED_MODEL}", "--kernels", "gemm", "--size", "small", "--out", str(out)]
     compare_models.main(args)
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["kernel"] == "gemm" and set(row["best"]) == {"a", "b"}

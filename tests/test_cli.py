@@ -152,13 +152,13 @@ def test_the_cached_export_of_the_shipped_data_follows_the_feature_layout(tmp_pa
     from pathlib import Path
 
     import loopcost.costmodel.data as data
-    from loopcost.cli import _shipped_data
+    from loopcost.dataset.shipped import cached_export
     from loopcost.features import layout
 
     exports = []
     monkeypatch.setenv("LOOPCOST_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(data, "export", lambda db, out, bar: (exports.append(out), Path(out).write_bytes(b"x")))
-    first = _shipped_data(Path("shipped.sqlite"))
-    assert _shipped_data(Path("shipped.sqlite")) == first and len(exports) == 1  # exported once
+    first = cached_export(Path("shipped.sqlite"))
+    assert cached_export(Path("shipped.sqlite")) == first and len(exports) == 1  # exported once
     monkeypatch.setattr(layout, "VERSION", layout.VERSION + 1)
-    assert _shipped_data(Path("shipped.sqlite")) != first and len(exports) == 2  # a new layout: again
+    assert cached_export(Path("shipped.sqlite")) != first and len(exports) == 2  # a new layout: again

@@ -3,15 +3,14 @@ from dataclasses import replace
 import pytest
 
 from loopcost.codegen.c_source import kernel_file
-from loopcost.codegen.compiler import Toolchain, cache_root, compile_c
+from loopcost.codegen.compiler import Toolchain, compile_c
 from loopcost.codegen.harness import harness_c
 from loopcost.errors import CompileError, CompilerNotFoundError
 from loopcost.ir.state import LoopTag, ProgramState
-from loopcost.runner.local import run_binary
-from loopcost.runner.measure import measure
+from loopcost.paths import cache_root
 from loopcost.transforms.schedule import Schedule
 
-from .programs import chain, matvec
+from .programs import chain, matvec, measure_one, run_once
 
 
 def test_triangular_nest_generates_triangular_loop():
@@ -37,25 +36,25 @@ def test_parallel_body_is_a_restrict_helper_of_the_enclosing_iterators():
     helper = src[src.index("static inline void matvec_par0("):src.index("void matvec(")]
     assert "double A[restrict 64][32]" in helper and "const int c5)" in helper
     assert "c7" in helper and "omp" not in helper
-    m = measure(st, runs=1)
-    assert m.verified, m.detail
+    m = measure_one(st, runs=1, warmup=1)
+    assert m.verified, m.error
 
 
 def test_tagged_program_still_verifies():
     st = ProgramState.initial(matvec(n=64, m=32, dtype="float32")).with_tags(
         LoopTag("i", "parallel"), LoopTag("j", "vector", 8))
-    m = measure(st, runs=2)
-    assert m.verified, m.detail
-    assert len(m.result.times) == 2 and all(t > 0 for t in m.result.times)
+    m = measure_one(st, runs=2, warmup=1)
+    assert m.verified, m.error
+    assert len(m.times) == 2 and all(t > 0 for t in m.times)
 
 
 def test_reordering_dependent_statements_fails_verification():
     p = chain()
     st = ProgramState.initial(p)
     swapped = st.with_comps({"S0": replace(st.comp("S0"), betas=(2, 0, 0))})
-    m = measure(swapped, runs=1)
+    m = measure_one(swapped, runs=1, warmup=1)
     assert not m.verified
-    assert "B[" in m.detail
+    assert "B[" in m.error
 
 
 def test_compile_cache_reuses_binaries():
@@ -74,18 +73,18 @@ def test_compile_error_and_missing_compiler_are_clear():
 
 def test_crash_and_timeout_come_back_as_data():
     crash = compile_c("int main(void) { *(volatile int *)0 = 1; return 0; }")
-    r = run_binary(crash)
+    r = run_once(crash)
     assert not r.ok and "SIGSEGV" in r.error and r.times == ()
     spin = compile_c("int main(void) { for (volatile int i = 0;; i++) {} }", Toolchain(flags=("-O0",)))
-    r = run_binary(spin, timeout=0.5)
+    r = run_once(spin, timeout=0.5)
     assert not r.ok and r.error.startswith("timeout")
     garbage = compile_c('#include <stdio.h>\nint main(void) { puts("not json"); return 0; }')
-    assert "unreadable" in run_binary(garbage).error
+    assert "unreadable" in run_once(garbage).error
 
 
 def test_same_seed_same_output_other_seed_other_output():
     exe = compile_c(harness_c(ProgramState.initial(matvec())))
-    a, b, c = run_binary(exe, seed=1, runs=1), run_binary(exe, seed=1, runs=1), run_binary(exe, seed=2, runs=1)
+    a, b, c = run_once(exe, seed=1, runs=1), run_once(exe, seed=1, runs=1), run_once(exe, seed=2, runs=1)
     assert a.checksum == b.checksum != c.checksum
 
 
@@ -97,5 +96,5 @@ def test_buffer_names_do_not_collide_with_the_harness():
     with p.loop("i", 0, 8) as i:
         w[i] = r[i] * 2.0
         seed[i] = w[i] + 1.0
-    m = measure(ProgramState.initial(p.build()), runs=2, warmup=2)
-    assert m.verified and len(m.result.times) == 2, m.detail
+    m = measure_one(ProgramState.initial(p.build()), runs=2, warmup=2)
+    assert m.verified and len(m.times) == 2, m.error

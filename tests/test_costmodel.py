@@ -117,6 +117,7 @@ def test_batching_any_shapes_gives_each_trees_own_prediction(arch):
     assert len(set(np.round(together.numpy(), 6))) == len(ts)  # the trees are told apart
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", sorted(ARCHS))
 def test_training_steps_reduce_the_loss(arch):
     torch.manual_seed(0)
@@ -183,6 +184,7 @@ def test_metrics_on_known_cases():
     assert spearman(np.array([1, 2, 2, 3.0]), np.array([1, 2, 2, 3.0])) == pytest.approx(1)
 
 
+@pytest.mark.slow
 def test_export_train_resume_and_save(tmp_path, capsys):
     db = tmp_path / "d.db"
     build(str(db), programs=12, cfg=BuildConfig(seed=11, schedules=4, generator=TINY), workers=1, progress=False,
@@ -269,7 +271,7 @@ def test_gradient_boosted_baseline_fits_flat_features():
     y = np.array([1.0, 0.5, 2.0, 1.5, 0.8, 1.9, 0.7, 3.0] * 4)
     assert flatten(ts[0]).shape == (2 * L.COMP_SIZE + 2,)
     pred = GradientBoosted(rounds=50).fit(ts, y).predict(ts)
-    assert pred.shape == y.shape and np.all(pred > 0)
+    assert pred.shape == y.shape and np.allclose(np.log(pred), np.log(y), atol=0.5)  # speedups, not their logs
     assert spearman(pred, y) > 0.5
 
 
@@ -295,6 +297,7 @@ def test_a_level_that_isl_splits_into_pieces_is_featurized():
 
 def test_a_model_of_other_cpus_is_flagged_by_its_card(tmp_path):
     from loopcost.costmodel import shipped
+    from loopcost.paths import SHIPPED_MANIFEST, SHIPPED_MODEL, card_path
 
     model = tmp_path / "model.pt"
     (tmp_path / "model.pt.card.json").write_text('{"members": [{"machine": [{"cpu": "AMD EPYC", "cores": 2}]}]}')
@@ -302,4 +305,12 @@ def test_a_model_of_other_cpus_is_flagged_by_its_card(tmp_path):
     assert shipped.machine_warning(model, "AMD EPYC") is None
     assert "not of this Intel(R) Xeon(R) Processor" in shipped.machine_warning(model, "Intel(R) Xeon(R) Processor")
     assert shipped.card_cpus(tmp_path / "none.pt") == set() and shipped.machine_warning(tmp_path / "none.pt") is None
-    assert "Intel(R) Xeon(R) Processor" in shipped.card_cpus(shipped.DEFAULT)  # the shipped model's card says
+    # the shipped model's card names the machines of its training data: each card (or member card) lists
+    # machines with their CPU, and the shipped dataset's machine is among them, whatever CPU it is
+    import json
+
+    card = json.loads(card_path(SHIPPED_MODEL).read_text())
+    for c in card.get("members") or [card]:
+        assert c["machine"] and all(m["cpu"] for m in c["machine"]), c.get("model")
+    data_cpus = {m["cpu"] for m in json.loads(SHIPPED_MANIFEST.read_text())["machine"]}
+    assert data_cpus and data_cpus <= shipped.card_cpus(SHIPPED_MODEL)

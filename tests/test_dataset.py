@@ -1,6 +1,7 @@
 """Dataset builds: generator, sampler, store, resumption after SIGKILL, Dask, stats."""
 
 import json
+import math
 import os
 import random
 import signal
@@ -9,11 +10,13 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from loopcost.codegen.c_source import CODEGEN_VERSION
+from loopcost.costmodel.metrics import noise_ceiling
 from loopcost.dataset.build import build
-from loopcost.dataset.stats import dataset_stats, noise_ceiling
+from loopcost.dataset.stats import dataset_stats
 from loopcost.dataset.tasks import BuildConfig
 from loopcost.errors import LoopcostError
 from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
@@ -21,6 +24,7 @@ from loopcost.generator.schedules import random_schedules
 from loopcost.ir.program import Program
 from loopcost.ir.state import ProgramState
 from loopcost.transforms.legality import carried
+from loopcost.transforms.schedule import Schedule
 from loopcost.transforms.space import STAGES, SpaceOptions, proposals
 
 TINY = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20)
@@ -44,8 +48,11 @@ def test_generator_is_deterministic_and_varied():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_builds(family):
     opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20, families=(family,), max_comps=2)
-    for p in generate_programs(5, seed=3, opts=opts):
-        assert p.computations()
+    progs = generate_programs(5, seed=3, opts=opts)
+    assert len({p.content_hash() for p in progs}) == 5
+    for p in progs:  # within the options' limits
+        assert 1 <= len(p.computations()) <= opts.max_comps
+        assert sum(math.prod(b.shape) * (4 if b.dtype == "float32" else 8) for b in p.buffers) <= opts.max_bytes
 
 
 def test_iterated_stencils_carry_dependences_across_time_and_offer_skews():
@@ -151,6 +158,7 @@ def test_a_database_measured_on_an_older_code_generator_does_not_resume(tmp_path
         build(db, programs=2, cfg=cfg, workers=1, progress=False)
 
 
+@pytest.mark.slow
 def test_sigkill_at_any_moment_then_resume_is_exact(tmp_path):
     args = ["dataset", "build", "--programs", "8", "--schedules", "3", "--seed", "4",
             "--min-work", "2e4", "--max-work", "3e5", "--workers", "2", "--no-progress"]
@@ -188,16 +196,32 @@ def test_dask_local_cluster_build(tmp_path):
     assert s["programs"] == 2 and len(contents(db)) == 2 * 3
 
 
+@pytest.mark.slow
 def test_stats_and_noise(tmp_path):
     db = tmp_path / "s.db"
     build(str(db), programs=4, cfg=BuildConfig(seed=9, schedules=6, generator=TINY), workers=1, progress=False,
           noise_fraction=0.5)
     s = dataset_stats(str(db))
     assert s["programs"] == 4 and s["schedules"] > 0
-    assert s["noise_pairs"] > 0 and s["noise_median_rel"] is not None and s["noise_p90_rel"] >= s["noise_median_rel"]
-    assert s["noise_floor_mape"] >= 0
+    con = sqlite3.connect(db)  # what the stats summarize, read straight from the database
+    label = dict(con.execute("SELECT schedule, speedup FROM measurements WHERE kind = 'label' AND verified = 1"))
+    trained = dict(con.execute("SELECT schedule, MAX(speedup) FROM measurements WHERE kind IN ('label', 'recheck') "
+                               "AND verified = 1 GROUP BY schedule"))  # the label models see
+    again = {k: v for k, v in con.execute("SELECT schedule, speedup FROM measurements WHERE kind = 'noise' "
+                                          "AND verified = 1") if k in label}
+    texts = [t for t, in con.execute("SELECT s.text FROM schedules s JOIN measurements m ON m.schedule = s.id "
+                                     "WHERE m.kind = 'label' AND m.verified = 1 AND s.text != ''")]
+    con.close()
+    rel = np.array([abs(b - label[k]) / label[k] for k, b in again.items()])
+    assert s["noise_pairs"] == len(again) > 0
+    assert s["noise_median_rel"] == pytest.approx(np.median(rel)) and s["noise_p90_rel"] == pytest.approx(
+        np.percentile(rel, 90))
+    floor = 100 * np.mean([abs(b - trained[k]) / trained[k] for k, b in again.items()])
+    assert s["noise_floor_mape"] == pytest.approx(floor) and floor > 0
     assert s["machine"][0]["cores"] == os.cpu_count()
-    assert set(s["transformation_share"]) and all(0 < v <= 1 for v in s["transformation_share"].values())
+    kinds = [{t.kind for t in Schedule.parse(text).steps} for text in texts]
+    assert texts and s["transformation_share"] == pytest.approx(
+        {k: sum(k in ks for ks in kinds) / len(kinds) for k in set().union(*kinds)})  # share of schedules using each
     r = subprocess.run([sys.executable, "-m", "loopcost.cli", "dataset", "stats", "--db", str(db), "--json"],
                        capture_output=True, text=True)
     out = json.loads(r.stdout)
@@ -223,13 +247,18 @@ def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):
     from loopcost.dataset import shipped
 
     db = tmp_path / "p.db"
-    build(str(db), programs=2, cfg=BuildConfig(seed=12, schedules=2, generator=TINY), workers=1, progress=False)
+    build(str(db), programs=2, cfg=BuildConfig(seed=12, schedules=2, generator=TINY), workers=1, progress=False,
+          noise_fraction=1.0)
     m = shipped.pack(db, tmp_path / "out", command="loopcost dataset build ...", fields={"rate": "fast"})
     assert m["programs"] == 2 and m["schedules"] + m["failures"] == 6 and m["machine"][0]["cores"] == os.cpu_count()
     written = json.loads((tmp_path / "out" / "dataset.manifest.json").read_text())
     assert written["command"].startswith("loopcost") and written["rate"] == "fast"
-    assert written["noise"]["floor_mape_vs_label"] is None or written["noise"]["floor_mape_vs_label"] >= 0
-    monkeypatch.setattr(shipped, "SHIPPED", tmp_path / "out" / "dataset.sqlite.xz")
+    s = dataset_stats(str(db))  # the manifest's noise is the database's: every label measured again
+    assert written["noise"] == pytest.approx({"pairs": s["noise_pairs"], "median_rel": s["noise_median_rel"],
+                                              "p90_rel": s["noise_p90_rel"],
+                                              "floor_mape_vs_label": s["noise_floor_mape"]})
+    assert written["noise"]["pairs"] == m["schedules"] and written["noise"]["floor_mape_vs_label"] > 0
+    monkeypatch.setattr(shipped, "SHIPPED_DATASET", tmp_path / "out" / "dataset.sqlite.xz")
     assert contents(shipped.shipped_db()) == contents(db)
 
 
@@ -246,6 +275,7 @@ def test_the_same_program_drawn_twice_is_stored_twice(tmp_path):
     assert len({split for _, split, _, _ in store.labels()}) == 1
 
 
+@pytest.mark.slow
 def test_shipped_schedules_still_apply_to_their_programs():
     """Every stored schedule must replay on today's code: the data is only useful while it does.
     Checks a seeded sample plus the schedules that once broke (a tile of loops that another

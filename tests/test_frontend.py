@@ -13,14 +13,15 @@ from loopcost.codegen.harness import harness_c
 from loopcost.errors import CSourceError
 from loopcost.frontend import load_c
 from loopcost.frontend.emit import emit_function
-from loopcost.frontend.linkcheck import link_check
+from loopcost.frontend.linkcheck import Build, drop_in_harness, link_check, original
 from loopcost.frontend.parse import parse_c
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.runner.local import run_binary
 from loopcost.runner.verify import RTOL, read_dump
 from loopcost.search.optimize import optimize
 from loopcost.transforms.schedule import Schedule
+
+from .programs import run_once
 
 C_DIR = Path(__file__).parent / "c"
 LIBRARY_FILES = sorted(p for p in C_DIR.glob("*.c") if p.stem in KERNELS)
@@ -46,7 +47,7 @@ def test_c_file_computes_what_the_dsl_kernel_computes(path, tmp_path):
     dsl = kernel.program("small")
     p = k.program
     exe = compile_c(harness_c(ProgramState.initial(p)))
-    res = run_binary(exe, runs=1, warmup=0, seed=3, dump_prefix=str(tmp_path / "d"))
+    res = run_once(exe, runs=1, warmup=0, seed=3, dump_prefix=str(tmp_path / "d"))
     assert res.ok, res.error
     arrays = {n: a.astype(np.float64) for n, a in read_dump(p, tmp_path / "d.in").items()}
     for b in dsl.buffers:  # the DSL's own temporaries may not exist in the C version
@@ -87,8 +88,9 @@ def test_c_file_optimizes_to_a_verified_schedule_and_a_drop_in_function(path):
     emitted = emit_function(k, r.state, schedule=str(r.schedule))
     assert f"void {k.source.name}(" in emitted
     check = link_check(k, emitted, defines=defines, runs=1)
-    assert check.ok, check.errors
-    assert set(check.errors) == {b.name for b in k.program.outputs()} & set(k.param_buffers)
+    assert check.verified, check.error
+    compared = drop_in_harness(k, Build(emitted), original(k), defines).outputs
+    assert {b.name for b in compared} == {b.name for b in k.program.outputs()} & set(k.param_buffers)
 
 
 def test_scalar_temporaries_are_expanded_only_when_no_value_crosses_iterations():
@@ -118,7 +120,8 @@ def test_other_sizes_run_the_original_code(tmp_path):
     assert "n == 60" in emitted
     other = load_c(src, params={"n": 50})
     check = link_check(other, emitted, runs=1)
-    assert check.ok and set(check.errors) == {"x1", "x2"}
+    assert check.verified, check.error
+    assert {b.name for b in drop_in_harness(other, Build(emitted), original(other), None).outputs} == {"x1", "x2"}
 
 
 def test_parallel_schedule_emits_a_drop_in_function_with_its_helper():
@@ -126,7 +129,17 @@ def test_parallel_schedule_emits_a_drop_in_function_with_its_helper():
     emitted = emit_function(k, Schedule.parse("P(i)").apply(k.program))
     assert "static inline void lc_opt_kernel_mvt_par0(" in emitted
     check = link_check(load_c(C_DIR / "mvt.c", params={"n": 60}), emitted, runs=1)
-    assert check.ok and set(check.errors) == {"x1", "x2"}
+    assert check.verified and len(check.times) == 1 and len(check.reference_times) == 1, check.error
+
+
+def test_the_drop_in_check_catches_a_function_that_computes_something_else():
+    k = load_c(C_DIR / "mvt.c", params={"n": 60})
+    emitted = emit_function(k, ProgramState.initial(k.program))
+    wrong = emitted.replace("+=", "-=", 1) if "+=" in emitted else emitted.replace(" + ", " - ", 1)
+    assert wrong != emitted
+    check = link_check(k, wrong, runs=1)
+    assert not check.verified and "differs from the original function" in check.error
+    assert check.max_rel_error > 1e-3
 
 
 def test_overlapping_arrays_run_the_original_code(tmp_path):
@@ -209,6 +222,7 @@ def test_pointer_parameters_and_missing_sizes_are_refused(tmp_path):
         load_c(write(tmp_path, "for (i = 0; i < 10; i++) x[i] = 0;", "double x[10]"), params={"m": 3})
 
 
+@pytest.mark.slow
 def test_cli_optimizes_a_c_file_and_emits_a_checked_function(tmp_path, capsys):
     out = tmp_path / "mvt_opt.c"
     assert main(["optimize", str(C_DIR / "mvt.c"), "--param", "n=30", "--search", "exec", "--budget", "1",

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.runner.measure import measure
 from loopcost.transforms.schedule import Schedule
 from loopcost.transforms.space import KINDS, random_step
+
+from .programs import measure_one
 
 EXAMPLES = int(os.environ.get("LOOPCOST_FUZZ_EXAMPLES", "3"))
 
@@ -27,16 +28,16 @@ def draw_schedule(program, kinds, seed):
     for kind in kinds:
         step = random_step(state, rng, kinds=(kind,))
         if step is not None:
-            steps.append(step[0])
-            state = step[1]
+            steps.append(step.step)
+            state = step.state
     return Schedule(tuple(steps)), state
 
 
 def check(program, schedule, state):
     assert Schedule.parse(str(schedule)) == schedule
     assert Schedule.parse(str(schedule)).apply(program) == state, "the notation must reproduce the state"
-    m = measure(state, runs=1, warmup=0)
-    assert m.verified, f"{program.name}: schedule {schedule} changed the output: {m.detail}"
+    m = measure_one(state)
+    assert m.verified, f"{program.name}: schedule {schedule} changed the output: {m.error}"
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

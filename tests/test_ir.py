@@ -4,8 +4,8 @@ import pytest
 
 from loopcost.errors import NotAffineError, OutOfBoundsError, ProgramError
 from loopcost.ir.affine import Affine
+from loopcost.ir.dependence import dependences
 from loopcost.ir.dsl import ProgramBuilder
-from loopcost.ir.polyhedral import dependences
 from loopcost.ir.program import Program
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
@@ -70,13 +70,18 @@ def test_out_of_bounds_access_is_detected_with_a_witness():
 
 
 def test_triangular_bounds_are_exact():
-    # j <= i < 8 touches only the lower triangle: in bounds of an 8x8 buffer.
-    p = ProgramBuilder("tri")
-    A, B = p.input("A", (8, 8)), p.output("B", (8, 8))
-    with p.loop("i", 0, 8) as i:
-        with p.loop("j", 0, i + 1) as j:
-            B[i, j] = A[j, i]
-    assert p.build().computations()
+    # j <= i < 8 touches only the lower triangle: in bounds of an 8x8 buffer; one step past it is not.
+    def tri(past):
+        p = ProgramBuilder("tri")
+        A, B = p.input("A", (8, 8)), p.output("B", (8, 8))
+        with p.loop("i", 0, 8) as i:
+            with p.loop("j", 0, i + 1 + past) as j:
+                B[i, j] = A[j, i]
+        return p.build()
+
+    assert [c.name for c in tri(0).computations()] == ["S0"]
+    with pytest.raises(OutOfBoundsError, match=r"B\[7, 8\]"):
+        tri(1)
 
 
 @pytest.mark.parametrize("mutate, message", [

@@ -1,5 +1,7 @@
 """Every library kernel's generated C computes what its NumPy reference computes."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -7,8 +9,9 @@ from loopcost.codegen.compiler import compile_c
 from loopcost.codegen.harness import harness_c
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.runner.local import run_binary
 from loopcost.runner.verify import RTOL, read_dump
+
+from .programs import run_once
 
 REQUIRED = {"gemm", "2mm", "3mm", "mvt", "atax", "bicg", "gemver", "gesummv", "doitgen", "syrk", "trmm",
             "jacobi-1d", "jacobi-2d", "heat-3d", "seidel-2d", "fdtd-2d", "blur", "conv2d", "matmul-relu"}
@@ -23,7 +26,7 @@ def test_generated_c_matches_numpy(name, tmp_path):
     k = KERNELS[name]
     p = k.program("small")
     exe = compile_c(harness_c(ProgramState.initial(p)))
-    res = run_binary(exe, runs=1, warmup=0, seed=7, dump_prefix=str(tmp_path / "d"))
+    res = run_once(exe, runs=1, warmup=0, seed=7, dump_prefix=str(tmp_path / "d"))
     assert res.ok, res.error
     arrays = {n: a.copy() for n, a in read_dump(p, tmp_path / "d.in").items()}
     got = read_dump(p, tmp_path / "d.out")
@@ -39,5 +42,6 @@ def test_generated_c_matches_numpy(name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_bench_size_builds(name):
-    p = KERNELS[name].program("bench")
-    assert p.computations()
+    small, bench = KERNELS[name].program("small"), KERNELS[name].program("bench")
+    assert [c.name for c in bench.computations()] == [c.name for c in small.computations()]  # the same kernel
+    assert sum(math.prod(b.shape) for b in bench.buffers) > sum(math.prod(b.shape) for b in small.buffers)  # larger

@@ -13,6 +13,7 @@ import re
 import islpy as isl
 
 from ..ir.expr import BinOp, Call, Const, Expr, Read
+from ..ir.functions import c_function
 from ..ir.polyhedral import domains
 from ..ir.program import DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
@@ -31,7 +32,6 @@ MACROS = """\
 CODEGEN_VERSION = 2
 PARALLEL_PRAGMA = "#pragma omp parallel for"
 _ISL_MACROS = re.compile(r"\b(floord|min|max)\(")
-_FLOAT_FNS = {"sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "pow"}
 
 
 def c_identifier(name: str) -> str:
@@ -63,10 +63,7 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str) -> str:
             return f"(-{args[0]})"
         if e.fn in ("min", "max"):
             return f"lc_{e.fn}({args[0]}, {args[1]})"
-        if e.fn == "abs":
-            return {"int32": "abs", "float32": "fabsf", "float64": "fabs"}[dtype] + f"({args[0]})"
-        suffix = "f" if dtype == "float32" else ""
-        return f"{e.fn}{suffix}({', '.join(args)})"
+        return f"{c_function(e.fn, dtype)}({', '.join(args)})"
     raise TypeError(f"not an expression: {e!r}")
 
 

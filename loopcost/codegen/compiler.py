@@ -9,17 +9,14 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CompileError, CompilerNotFoundError
+from ..paths import cache_root
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
-
-
-def cache_root() -> Path:
-    """``$LOOPCOST_CACHE_DIR``, else ``~/.cache/loopcost``."""
-    return Path(os.environ.get("LOOPCOST_CACHE_DIR", Path.home() / ".cache" / "loopcost"))
 
 
 @functools.cache
@@ -48,27 +45,70 @@ class Toolchain:
         return {"cc": self.cc, "version": compiler_version(self.cc), "flags": list(self.flags)}
 
 
-def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Path | None = None) -> Path:
-    """Compile a whole C program to an executable; returns its path.
-
-    The binary is cached under a hash of the source, compiler version and
-    flags, and written atomically, so concurrent callers never see half a file.
-    """
-    toolchain = toolchain or Toolchain()
-    version = compiler_version(toolchain.cc)
-    key = hashlib.sha256("\0".join([source, toolchain.cc, version, *toolchain.flags]).encode()).hexdigest()
+def _cached(key: str, cache_dir: Path | None, build) -> Path:
+    """The executable cached under ``key``, made by ``build(tmp_dir) -> path`` when missing, and moved
+    into place atomically, so concurrent callers never see half a file."""
     root = (cache_dir or cache_root()) / "build" / key[:2]
     exe = root / key
     if exe.exists():
         return exe
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as tmp:
-        src = Path(tmp) / "prog.c"
-        src.write_text(source)
-        out = Path(tmp) / "prog"
-        cmd = [toolchain.cc, *toolchain.flags, str(src), "-o", str(out), "-lm"]
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if res.returncode != 0:
-            raise CompileError(f"{shlex.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.strip()[:4000]}")
-        os.replace(out, exe)
+        os.replace(build(Path(tmp)), exe)
     return exe
+
+
+def _run(cmd: list[str], what: str) -> None:
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise CompileError(f"{what}: {shlex.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.strip()[:4000]}")
+
+
+def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Path | None = None) -> Path:
+    """Compile a whole C program to an executable; returns its path.
+
+    The binary is cached under a hash of the source, compiler version and flags.
+    """
+    toolchain = toolchain or Toolchain()
+    version = compiler_version(toolchain.cc)
+    key = hashlib.sha256("\0".join([source, toolchain.cc, version, *toolchain.flags]).encode()).hexdigest()
+
+    def build(tmp: Path) -> Path:
+        (tmp / "prog.c").write_text(source)
+        _run([toolchain.cc, *toolchain.flags, str(tmp / "prog.c"), "-o", str(tmp / "prog"), "-lm"], "compiling")
+        return tmp / "prog"
+
+    return _cached(key, cache_dir, build)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One C translation unit of a program linked from several, and how to compile it: its toolchain's
+    flags, then ``flags`` (defines, include folders)."""
+
+    source: str
+    toolchain: Toolchain = field(default_factory=Toolchain)
+    flags: tuple[str, ...] = ()
+
+
+def compile_units(units: tuple[Unit, ...], *, cache: bool = True, cache_dir: Path | None = None) -> Path:
+    """Compile each unit to an object with its own compiler and flags and link them with the first unit's
+    compiler (OpenMP and libm linked in); returns the executable. ``cache=False`` builds again every time
+    (units that include the user's files, which the key cannot see)."""
+    if len(units) == 1 and not units[0].flags and cache:
+        return compile_c(units[0].source, units[0].toolchain, cache_dir=cache_dir)
+    parts = [x for u in units for x in (u.source, u.toolchain.cc, compiler_version(u.toolchain.cc),
+                                        *u.toolchain.flags, "\1", *u.flags, "\2")]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest() + ("" if cache else f"-{uuid.uuid4().hex}")
+
+    def build(tmp: Path) -> Path:
+        objs = []
+        for k, u in enumerate(units):
+            (tmp / f"unit{k}.c").write_text(u.source)
+            objs.append(str(tmp / f"unit{k}.o"))
+            _run([u.toolchain.cc, *u.toolchain.flags, *u.flags, "-c", str(tmp / f"unit{k}.c"), "-o", objs[-1]],
+                 f"compiling unit {k}")
+        _run([units[0].toolchain.cc, "-fopenmp", *objs, "-o", str(tmp / "prog"), "-lm"], "linking")
+        return tmp / "prog"
+
+    return _cached(key, cache_dir, build)

@@ -27,12 +27,15 @@ Every name the harness declares starts with ``lc_``, which programs may not use.
 
 from __future__ import annotations
 
-from ..errors import ScheduleError
-from ..ir.program import DTYPES, Program
-from ..ir.state import ProgramState
-from .c_source import MACROS, c_identifier, kernel_c
+from dataclasses import dataclass
 
-_PRELUDE = r"""
+from ..errors import ScheduleError
+from ..ir.program import DTYPES, Buffer, Program
+from ..ir.state import ProgramState
+from .c_source import MACROS, buffer_params, c_identifier, kernel_c
+from .compiler import Toolchain, Unit
+
+PRELUDE = r"""
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -130,6 +133,20 @@ _FILL = {"float64": "lc_fill_f64", "float32": "lc_fill_f32", "int32": "lc_fill_i
 _KIND = {"float64": 0, "float32": 1, "int32": 2}
 
 
+@dataclass(frozen=True)
+class Harness:
+    """A timing harness to build and run: C units linked into one program (the first holds ``main``),
+    one label per variant (variant 0 is the reference), and the buffers whose outputs are compared.
+    ``rtol`` overrides the per-dtype tolerance (``loopcost.runner.verify.RTOL``); ``cache=False`` when a
+    unit includes the user's files, which the compile cache cannot see."""
+
+    units: tuple[Unit, ...]
+    labels: tuple[str, ...]
+    outputs: tuple[Buffer, ...]
+    rtol: float | None = None
+    cache: bool = True
+
+
 def _call_args(p: Program) -> str:
     args = []
     for b in p.buffers:
@@ -140,6 +157,13 @@ def _call_args(p: Program) -> str:
     return ", ".join(args)
 
 
+def _program_of(variants: list[ProgramState]) -> Program:
+    p = variants[0].program
+    if any(v.program != p for v in variants):
+        raise ScheduleError("every variant of a harness must schedule the same program")
+    return p
+
+
 def harness_c(variants: list[ProgramState] | ProgramState) -> str:
     """The whole C file: one kernel function per variant, plus ``main``.
 
@@ -148,38 +172,61 @@ def harness_c(variants: list[ProgramState] | ProgramState) -> str:
     """
     if isinstance(variants, ProgramState):
         variants = [variants]
-    p = variants[0].program
-    if any(v.program != p for v in variants):
-        raise ScheduleError("every variant of a harness must schedule the same program")
+    p = _program_of(variants)
     fname = c_identifier(p.name)
-    ctype = {b.name: DTYPES[b.dtype] for b in p.buffers}
-    outs = p.outputs()
     kernels = "\n".join(kernel_c(v, name=f"{fname}_v{k}", attributes="static LC_NOINLINE")
                         for k, v in enumerate(variants))
-    globals_ = "\n".join(f"static {ctype[b.name]} *lc_g_{b.name};" for b in p.buffers)
-    refs = "\n".join(f"static {ctype[b.name]} *lc_ref_{b.name};" for b in outs)
-    alloc = "\n".join(f"  lc_g_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));" for b in p.buffers)
+    calls = [f"{fname}_v{k}({_call_args(p)});" for k in range(len(variants))]
+    return PRELUDE + "\n" + kernels + "\n" + driver_c(p.buffers, p.outputs(), calls)
+
+
+def state_harness(states: list[ProgramState], toolchain: Toolchain, labels: list[str] | None = None) -> Harness:
+    """A one-file harness of ``states`` (the first is the reference), compiled with ``toolchain``."""
+    p = _program_of(states)
+    return Harness((Unit(harness_c(states), toolchain),), tuple(labels or [str(k) for k in range(len(states))]),
+                   tuple(p.outputs()))
+
+
+def compilers_harness(state: ProgramState, toolchains: dict[str, Toolchain], *, rtol: float) -> Harness:
+    """The same kernel compiled by each of ``toolchains`` (the first is the reference and holds ``main``),
+    each in a unit of its own, linked into one harness: compilers compared in one process."""
+    p = state.program
+    fname = c_identifier(p.name)
+    protos = "".join(f"void {fname}_v{k}({buffer_params(p)});\n" for k in range(1, len(toolchains)))
+    main = (PRELUDE + protos + kernel_c(state, name=f"{fname}_v0", attributes="static LC_NOINLINE") + "\n"
+            + driver_c(p.buffers, p.outputs(), [f"{fname}_v{k}({_call_args(p)});" for k in range(len(toolchains))]))
+    units = [Unit(main, tc) if k == 0 else Unit(PRELUDE + kernel_c(state, name=f"{fname}_v{k}",
+                                                                   attributes="LC_NOINLINE"), tc)
+             for k, tc in enumerate(toolchains.values())]
+    return Harness(tuple(units), tuple(toolchains), tuple(p.outputs()), rtol=rtol)
+
+
+def driver_c(buffers: list[Buffer], outputs: list[Buffer], calls: list[str]) -> str:
+    """The harness's buffers and ``main`` (see the module docstring): ``calls[k]`` is the C statement that
+    runs variant k on the global buffers ``lc_g_NAME``. Buffers that are not inputs are restored before
+    every run; ``outputs`` are compared with variant 0's."""
+    ctype = {b.name: DTYPES[b.dtype] for b in buffers}
+    globals_ = "\n".join(f"static {ctype[b.name]} *lc_g_{b.name};" for b in buffers)
+    refs = "\n".join(f"static {ctype[b.name]} *lc_ref_{b.name};" for b in outputs)
+    alloc = "\n".join(f"  lc_g_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));" for b in buffers)
     keep = "\n".join(f"  lc_ref_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
-                     f"  memcpy(lc_ref_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in outs)
-    fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);" for k, b in enumerate(p.buffers))
-    written = [b for b in p.buffers if b.role != "input"]
+                     f"  memcpy(lc_ref_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in outputs)
+    fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);" for k, b in enumerate(buffers))
+    written = [b for b in buffers if b.role != "input"]
     saved = "\n".join(f"static {ctype[b.name]} *lc_s_{b.name};" for b in written)
     save = "\n".join(f"  lc_s_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
                      f"  memcpy(lc_s_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in written)
     reset = "\n".join(f"  memcpy(lc_g_{b.name}, lc_s_{b.name}, {b.size}u * sizeof({ctype[b.name]}));"
                       for b in written)
-    dump = "\n".join(f"  lc_write(lc_f, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in p.buffers)
+    dump = "\n".join(f"  lc_write(lc_f, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in buffers)
     errors = "\n".join(
         f'  printf("{", " if k else ""}\\"{b.name}\\": "); '
         f"lc_rel_err(lc_g_{b.name}, lc_ref_{b.name}, {b.size}u, {_KIND[b.dtype]});"
-        for k, b in enumerate(outs))
+        for k, b in enumerate(outputs))
     checks = "\n".join(f'  lc_checksum("{b.name}", lc_g_{b.name}, {b.size}u, {_KIND[b.dtype]}, {int(k == 0)});'
-                       for k, b in enumerate(outs))
-    args = _call_args(p)
-    cases = "\n".join(f"    case {k}: {fname}_v{k}({args}); break;" for k in range(len(variants)))
-    return f"""{_PRELUDE}
-{kernels}
-static uint32_t lc_seed;
+                       for k, b in enumerate(outputs))
+    cases = "\n".join(f"    case {k}: {call} break;" for k, call in enumerate(calls))
+    return f"""static uint32_t lc_seed;
 {globals_}
 {refs}
 {saved}

@@ -44,28 +44,27 @@ class Dataset:
 
 def export(db: str, path: str, progress=None) -> dict:
     """Featurize every verified label of ``db`` into ``path`` (.npz); returns counts."""
-    store = Store(db)
-    rows = list(store.labels())
-    programs: dict[int, Program] = {}
-    trees, speedups, prog_ids, splits, texts = [], [], [], [], []
-    skipped = 0
-    order: dict[int, int] = {}
-    for k, (h, split, text, sp) in enumerate(rows):
-        if h not in programs:
-            programs[h] = Program.from_json(store.program_json(h))
-        try:
-            tree = featurize(Schedule.parse(text).apply(programs[h], check=False))
-        except FeatureLimitError:
-            skipped += 1
-            continue
-        trees.append(tree)
-        speedups.append(sp)
-        prog_ids.append(order.setdefault(h, len(order)))
-        splits.append(SPLITS.index(split))
-        texts.append(text)
-        if progress:
-            progress(k + 1, len(rows))
-    store.close()
+    with Store(db) as store:
+        rows = list(store.labels())
+        programs: dict[int, Program] = {}
+        trees, speedups, prog_ids, splits, texts = [], [], [], [], []
+        skipped = 0
+        order: dict[int, int] = {}
+        for k, (h, split, text, sp) in enumerate(rows):
+            if h not in programs:
+                programs[h] = Program.from_json(store.program_json(h))
+            try:
+                tree = featurize(Schedule.parse(text).apply(programs[h], check=False))
+            except FeatureLimitError:
+                skipped += 1
+                continue
+            trees.append(tree)
+            speedups.append(sp)
+            prog_ids.append(order.setdefault(h, len(order)))
+            splits.append(SPLITS.index(split))
+            texts.append(text)
+            if progress:
+                progress(k + 1, len(rows))
     if not trees:
         raise LoopcostError(f"{db} holds no verified measurement to export")
     np.savez_compressed(

@@ -1,4 +1,4 @@
-"""Accuracy of predicted speedups against measured ones."""
+"""Accuracy of predicted speedups against measured ones, and the accuracy that measurement noise allows."""
 
 from __future__ import annotations
 
@@ -57,3 +57,33 @@ def metrics(pred: np.ndarray, true: np.ndarray, program: np.ndarray) -> dict:
         "pairwise_accuracy": pairs_ok / pairs_all if pairs_all else float("nan"),
         "top1_recovery": float(np.mean(recovery)) if recovery else float("nan"),
     }
+
+
+def noise_rel(pairs: list[tuple[float, float]]) -> np.ndarray:
+    """Relative difference between a label's speedup and its re-measurement."""
+    return np.array([abs(b - a) / a for a, b in pairs])
+
+
+def noise_floor_mape(pairs: list[tuple[float, float]]) -> float | None:
+    """The MAPE a perfect model would score: re-measurements against the labels models are trained on
+    (``pairs`` from ``Store.noise_pairs(effective=True)``)."""
+    rel = noise_rel(pairs)
+    return 100 * float(rel.mean()) if len(rel) else None
+
+
+#: the metrics a simulated re-measurement is scored on
+CEILING_KEYS = ("mape", "median_ape", "spearman_per_program_mean", "pairwise_accuracy", "top1_recovery")
+
+
+def noise_ceiling(pairs: list[tuple[float, float]], speedup: np.ndarray, program: np.ndarray, draws: int = 10,
+                  seed: int = 0) -> dict[str, float] | None:
+    """How a second measurement of every schedule would score against ``speedup``, the labels: each label
+    times a ratio drawn from the measured (label, re-measurement) ``pairs``, metrics averaged over
+    ``draws``. The ranking metrics a model can hope for under this noise (assumed alike for every
+    schedule, though parallel ones are noisier)."""
+    if not pairs:
+        return None
+    log_ratio = np.log([b / a for a, b in pairs])
+    rng = np.random.default_rng(seed)
+    runs = [metrics(speedup * np.exp(rng.choice(log_ratio, len(speedup))), speedup, program) for _ in range(draws)]
+    return {k: float(np.mean([r[k] for r in runs])) for k in CEILING_KEYS}

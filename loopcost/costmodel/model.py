@@ -12,6 +12,7 @@ from ..errors import LoopcostError
 from ..features import layout
 from ..features.extract import FeatureTree, featurize
 from ..ir.state import ProgramState
+from ..paths import card_path
 from .batch import collate
 from .network import RecursiveLSTM, Standardized
 from .transformer import TreeTransformer
@@ -68,7 +69,7 @@ class CostModel:
             self.card = card
         torch.save({"members": [{"config": n.config, "state_dict": n.state_dict()} for n in self.nets],
                     "feature_version": layout.VERSION}, path)
-        Path(str(path) + ".card.json").write_text(json.dumps(self.card, indent=2))
+        card_path(path).write_text(json.dumps(self.card, indent=2))
 
     @staticmethod
     def combine(models: list[CostModel]) -> CostModel:
@@ -96,6 +97,6 @@ class CostModel:
             net = make_net(**member["config"])
             net.load_state_dict(member["state_dict"])
             nets.append(net)
-        card_path = Path(str(path) + ".card.json")
-        card = json.loads(card_path.read_text()) if card_path.exists() else {}
+        card_file = card_path(path)
+        card = json.loads(card_file.read_text()) if card_file.exists() else {}
         return CostModel(nets, card)

@@ -10,17 +10,17 @@ import json
 from pathlib import Path
 
 from ..database.fingerprint import cpu_model
-from ..dataset.shipped import DATA
-
-DEFAULT = DATA / "model.pt"
+from ..errors import LoopcostError
+from ..paths import SHIPPED_MODEL, card_path
+from .model import CostModel
 
 
 def card_cpus(model_path: Path) -> set[str]:
     """The CPUs whose measurements trained the model at ``model_path`` (empty if its card does not say)."""
-    card_path = Path(str(model_path) + ".card.json")
-    if not card_path.exists():
+    card_file = card_path(model_path)
+    if not card_file.exists():
         return set()
-    card = json.loads(card_path.read_text())
+    card = json.loads(card_file.read_text())
     cards = [card, *card.get("members", [])]
     return {m["cpu"] for c in cards for m in c.get("machine", []) if "cpu" in m}
 
@@ -35,3 +35,12 @@ def machine_warning(model_path: Path, cpu: str | None = None) -> str | None:
     return (f"note: {model_path} was trained on measurements of {', '.join(sorted(cpus))}, not of this "
             f"{cpu}; its ranking carries over in part (every result below is measured here). A model of "
             "your own: `loopcost dataset build`, then `loopcost train` (see the README)")
+
+
+def search_model(path: str | Path | None) -> tuple[CostModel, Path, str | None]:
+    """The model at ``path`` (default: the shipped one), its path, and ``machine_warning``'s note."""
+    path = Path(path) if path else SHIPPED_MODEL
+    if not path.exists():
+        raise LoopcostError(f"no cost model at {path}: train one (`loopcost train`) and pass --model, "
+                            "or use --search exec")
+    return CostModel.load(path), path, machine_warning(path)

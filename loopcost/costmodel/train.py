@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +13,8 @@ import torch
 
 from ..errors import LoopcostError
 from .batch import collate
-from .data import Dataset
+from .card import training_card
+from .data import Dataset, load
 from .metrics import metrics
 from .model import ARCHS, CostModel, make_net
 from .network import Standardized
@@ -169,3 +170,26 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     net.load_state_dict(state["best_state"])
     return {"net": net, "history": state["history"], "best_val": state["best"], "config": asdict(cfg),
             "n_train": len(tr), "n_val": len(va)}
+
+
+def train_ensemble(data_path: str | Path, out: str | Path, cfg: TrainConfig = TrainConfig(), *, ensemble: int = 1,
+                   restart: bool = False, db: str | Path | None = None) -> tuple[CostModel, dict]:
+    """Train ``ensemble`` networks on the export ``data_path`` and save them as one model at ``out``, with its
+    card (the machines of the database ``db``, if given); returns the model and its validation metrics.
+
+    Member k trains from seed ``cfg.seed + k`` (fine-tuning member ``cfg.init_member + k``), with its own
+    checkpoint ``out.memberK.ckpt``; each resumes from its checkpoint unless ``restart``.
+    """
+    data = load(data_path)
+    if ensemble < 1:
+        raise LoopcostError("--ensemble must be at least 1")
+    runs = []
+    for k in range(ensemble):
+        member_out = out if ensemble == 1 else f"{out}.member{k}"
+        member = replace(cfg, seed=cfg.seed + k, init_member=cfg.init_member + k)
+        runs.append(train(data, member_out, member, resume=not restart))
+    model = CostModel([r["net"] for r in runs])
+    val = data.subset("val")
+    best = metrics(model.predict_trees(val.trees), val.speedup, val.program)
+    model.save(out, training_card(data_path, runs, best, db))
+    return model, best

@@ -1,4 +1,5 @@
-"""The SQLite measurement store.
+"""The SQLite measurement store: dataset builds (programs, schedules, labels) and every measurement a
+search made (``runs``).
 
 One transaction per program batch (the program, its schedules and their
 measurements), so a build killed at any moment leaves only whole batches
@@ -37,6 +38,13 @@ CREATE TABLE IF NOT EXISTS measurements (
     verified INTEGER NOT NULL, error TEXT, times TEXT NOT NULL, baseline_times TEXT NOT NULL,
     median REAL, baseline_median REAL, speedup REAL, created REAL NOT NULL,
     UNIQUE (schedule, machine, kind));
+CREATE TABLE IF NOT EXISTS run_programs (hash TEXT PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, program TEXT NOT NULL REFERENCES run_programs(hash), schedule TEXT NOT NULL,
+    machine INTEGER NOT NULL REFERENCES machines(id), codegen INTEGER NOT NULL, source TEXT NOT NULL,
+    verified INTEGER NOT NULL, error TEXT, times TEXT NOT NULL, reference_times TEXT NOT NULL, speedup REAL,
+    created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS runs_by_program ON runs (program, schedule);
 """
 
 
@@ -48,6 +56,19 @@ def split_of(program_hash: str) -> str:
     """Programs, never schedules, are held out: 10% test, 10% validation, by hash."""
     r = int(program_hash[:8], 16) % 10
     return "test" if r == 0 else "val" if r == 1 else "train"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measurement a search (or ``run``) made, as stored: the schedule's text, whether it was verified
+    (else why not), every timed run of it and of the reference beside it, and its speedup."""
+
+    schedule_text: str
+    verified: bool
+    error: str | None
+    times: tuple[float, ...]
+    reference_times: tuple[float, ...]
+    speedup: float | None
 
 
 @dataclass(frozen=True)
@@ -95,6 +116,12 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # ---- meta -------------------------------------------------------------
     def meta(self, key: str) -> str | None:
@@ -153,6 +180,25 @@ class Store:
                 if sid:
                     self._insert_measurement(sid[0], machine, kind, r, now)
 
+    def add_runs(self, *, program_json: dict, program_hash: str, machine: int, codegen: int, source: str,
+                 runs: list[Run], now: float) -> None:
+        """Keep measurements made outside dataset builds (a search's candidates), all of them, atomically."""
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO run_programs VALUES (?, ?)",
+                            (program_hash, json.dumps(program_json, separators=(",", ":"))))
+            self.db.executemany(
+                "INSERT INTO runs (program, schedule, machine, codegen, source, verified, error, times, "
+                "reference_times, speedup, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(program_hash, r.schedule_text, machine, codegen, source, int(r.verified), r.error,
+                  json.dumps(list(r.times)), json.dumps(list(r.reference_times)), r.speedup, now) for r in runs])
+
+    def runs(self, program_hash: str) -> list[Run]:
+        """Every stored measurement of schedules of the program with ``program_hash``, oldest first."""
+        q = ("SELECT schedule, verified, error, times, reference_times, speedup FROM runs WHERE program = ? "
+             "ORDER BY id")
+        return [Run(t, bool(v), e, tuple(json.loads(a)), tuple(json.loads(b)), sp)
+                for t, v, e, a, b, sp in self.db.execute(q, (program_hash,))]
+
     # ---- reading ------------------------------------------------------------
     def pending(self, kind: str, *, fraction: float = 0.0, below: float = 0.0) -> dict[int, list[str]]:
         """Labelled schedules due for a second measurement of ``kind`` that have none yet: for ``noise``,
@@ -166,6 +212,23 @@ class Store:
             if (int(h[:8], 16) < cut) if kind == "noise" else speedup < below:
                 out.setdefault(prog, []).append(text)
         return out
+
+    def recent_programs(self, n: int) -> list[int]:
+        """Ids of the ``n`` programs stored last."""
+        return [r[0] for r in self.db.execute("SELECT id FROM programs ORDER BY id DESC LIMIT ?", (n,))]
+
+    def builds(self) -> dict[str, dict]:
+        """The settings of every build stored in this database, by ``build:SEED``."""
+        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'build:%'")}
+
+    def snapshot(self, path: str | Path) -> None:
+        """A consistent, compact copy of this database at ``path`` (readable while a build writes)."""
+        dst = sqlite3.connect(str(path))
+        with dst:
+            self.db.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")
+        dst.execute("VACUUM")
+        dst.close()
 
     def program_json(self, program: int) -> dict:
         row = self.db.execute("SELECT json FROM programs WHERE id = ?", (program,)).fetchone()

@@ -1,7 +1,8 @@
 """``loopcost dataset build``: measure random programs and schedules into a store, resumably.
 
 Work is a stream of tasks, one program each (see ``tasks.py``), run by a local
-process pool or a Dask cluster through the same ``concurrent.futures`` interface.
+process pool or a Dask cluster through the same ``concurrent.futures`` interface
+(``loopcost.runner.dask.executor``); each task measures through a ``LocalRunner`` on its worker.
 Workers compile in parallel; the machine-wide lock lets one measurement run
 at a time on each machine. Results are written, one transaction per program,
 by this process only. Killed at any moment, a build resumes where it stopped.
@@ -12,13 +13,12 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, replace
 
 from ..codegen.c_source import CODEGEN_VERSION
 from ..database.store import Store
 from ..errors import LoopcostError
+from ..runner.dask import executor
 from .progress import Progress
 from .tasks import BatchResult, BuildConfig, measure_program, remeasure
 
@@ -30,30 +30,6 @@ RECHECK_BELOW = 0.1
 #: a recheck re-runs labels that were slow, most likely stalled: one that is really that slow is not worth
 #: waiting the full timeout for (it keeps its first label)
 RECHECK_TIMEOUT = 60.0
-
-
-@contextmanager
-def executor(workers: int, cluster: str | None) -> Iterator[cf.Executor]:
-    """A process pool (``cluster`` None), a new Dask LocalCluster (``"local"``), or an existing cluster."""
-    if cluster is None:
-        with cf.ProcessPoolExecutor(max_workers=workers) as ex:
-            yield ex
-        return
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise LoopcostError("--cluster needs Dask: pip install 'loopcost[cluster]'") from None
-    if cluster == "local":
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as lc, Client(lc) as client:
-            yield client.get_executor()
-        return
-    try:
-        client = Client(cluster, timeout=30)
-    except OSError as e:
-        raise LoopcostError(f"cannot reach Dask scheduler {cluster}: {e}") from None
-    with client:
-        yield client.get_executor()
 
 
 def _check_machine(store: Store, r: BatchResult, allow_mixed: bool) -> int:
@@ -69,80 +45,90 @@ def _check_machine(store: Store, r: BatchResult, allow_mixed: bool) -> int:
 def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster: str | None = None,
           allow_mixed: bool = False, noise_fraction: float = NOISE_FRACTION, progress: bool = True) -> dict:
     """Measure programs ``0 .. programs-1`` of ``cfg.seed``'s stream; skip those already stored."""
-    store = Store(db)
-    config = json.dumps({"schedules": cfg.schedules, "generator": asdict(cfg.generator),
-                         "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags),
-                         "staged_share": cfg.staged_share, "codegen": CODEGEN_VERSION}, sort_keys=True)
-    settings = json.loads(config)
-    old = store.meta(f"build:{cfg.seed}")
-    if old is not None:
-        # builds before the staged sampler drew none; builds before the version was stored used codegen 1
-        before = {"staged_share": 0.0, "codegen": 1, **json.loads(old)}
-        if before != settings:
-            differ = ", ".join(f"{k} {before.get(k)!r} (now {v!r})" for k, v in settings.items() if before.get(k) != v)
-            hint = ("; its labels were measured on C from an older code generator, which this version no "
-                    "longer prints: continue in another --db" if before["codegen"] != CODEGEN_VERSION else
-                    "; use the same settings to resume, or another seed or --db")
-            raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings: {differ}{hint}")
-    store.set_meta(f"build:{cfg.seed}", config)
-    todo = [i for i in range(programs) if i not in store.done_indices(cfg.seed)]
-    bar = Progress(len(todo), "programs", progress)
-    stats = {"programs": 0, "schedules": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
-    t0 = time.monotonic()
-    with executor(workers, cluster) as ex:
-        pending: dict[cf.Future, tuple[str, int | None]] = {}
-        queue = list(todo)
-        noise_due, flushed = 0, False
+    if programs < 1 or workers < 1:
+        raise LoopcostError("--programs and --workers must be at least 1")
+    with Store(db) as store:
+        config = json.dumps({"schedules": cfg.schedules, "generator": asdict(cfg.generator),
+                             "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags),
+                             "staged_share": cfg.staged_share, "codegen": CODEGEN_VERSION}, sort_keys=True)
+        settings = json.loads(config)
+        old = store.meta(f"build:{cfg.seed}")
+        if old is not None:
+            # builds before the staged sampler drew none; builds before the version was stored used codegen 1
+            before = {"staged_share": 0.0, "codegen": 1, **json.loads(old)}
+            if before != settings:
+                differ = ", ".join(f"{k} {before.get(k)!r} (now {v!r})" for k, v in settings.items()
+                                   if before.get(k) != v)
+                hint = ("; its labels were measured on C from an older code generator, which this version no "
+                        "longer prints: continue in another --db" if before["codegen"] != CODEGEN_VERSION else
+                        "; use the same settings to resume, or another seed or --db")
+                raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings: {differ}{hint}")
+        store.set_meta(f"build:{cfg.seed}", config)
+        todo = [i for i in range(programs) if i not in store.done_indices(cfg.seed)]
+        bar = Progress(len(todo), "programs", progress)
+        stats = {"programs": 0, "schedules": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
+        t0 = time.monotonic()
+        with executor(workers, cluster) as ex:
+            pending: dict[cf.Future, tuple[str, int | None]] = {}
+            queue = list(todo)
+            noise_due, flushed = 0, False
 
-        def fill() -> None:
-            while queue and len(pending) < 2 * workers:
-                pending[ex.submit(measure_program, cfg, queue.pop(0))] = ("label", None)
+            def fill() -> None:
+                while queue and len(pending) < 2 * workers:
+                    pending[ex.submit(measure_program, cfg, queue.pop(0))] = ("label", None)
 
-        def submit_noise(final: bool) -> None:
-            # re-measure at a different moment: programs stored a while ago (or all, at the end)
-            recent = set() if final else {h for h, in store.db.execute(
-                "SELECT id FROM programs ORDER BY id DESC LIMIT ?", (2 * workers + 2,))}
-            for kind, due in (("noise", store.pending("noise", fraction=noise_fraction)),
-                              ("recheck", store.pending("recheck", below=RECHECK_BELOW))):
-                for prog, texts in due.items():
-                    if prog not in recent and (kind, prog) not in pending.values():
-                        c = cfg if kind == "noise" else replace(cfg, timeout=min(cfg.timeout, RECHECK_TIMEOUT))
-                        pending[ex.submit(remeasure, c, store.program_json(prog), texts)] = (kind, prog)
+            def submit_noise(final: bool) -> None:
+                # re-measure at a different moment: programs stored a while ago (or all, at the end)
+                recent = set() if final else set(store.recent_programs(2 * workers + 2))
+                for kind, due in (("noise", store.pending("noise", fraction=noise_fraction)),
+                                  ("recheck", store.pending("recheck", below=RECHECK_BELOW))):
+                    for prog, texts in due.items():
+                        if prog not in recent and (kind, prog) not in pending.values():
+                            c = cfg if kind == "noise" else replace(cfg, timeout=min(cfg.timeout, RECHECK_TIMEOUT))
+                            pending[ex.submit(remeasure, c, store.program_json(prog), texts)] = (kind, prog)
 
-        fill()
-        while pending:
-            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                kind, prog = pending.pop(fut)
-                r: BatchResult = fut.result()
-                if kind != "label":
-                    store.add_remeasured(prog, _check_machine(store, r, allow_mixed), r.rows, time.time(), kind)
-                    stats[kind] = stats.get(kind, 0) + len(r.rows)
-                    continue
-                if r.error:
-                    stats["errors"].append(f"program {r.idx}: {r.error}")
-                    bar.advance(1)
-                    continue
-                machine = _check_machine(store, r, allow_mixed)
-                store.add_batch(program_json=r.program_json, program_hash=r.program_hash, seed=cfg.seed,
-                                idx=r.idx, machine=machine, baseline_times=r.baseline_times, rows=r.rows,
-                                now=time.time())
-                ok = sum(row.verified for row in r.rows)
-                stats["programs"] += 1
-                stats["schedules"] += ok
-                stats["failures"] += len(r.rows) - ok
-                for k, v in r.seconds.items():
-                    stats["seconds"][k] = stats["seconds"].get(k, 0.0) + v
-                noise_due += 1
-                bar.advance(1, ok, f"| failures {stats['failures']}")
-            if noise_due >= 10:
-                noise_due = 0
-                submit_noise(final=False)
             fill()
-            if not pending and not queue and not flushed:
-                flushed = True
-                submit_noise(final=True)
-    stats["wall_s"] = time.monotonic() - t0
-    stats["schedules_per_hour"] = stats["schedules"] / stats["wall_s"] * 3600 if stats["wall_s"] else 0.0
-    store.close()
-    return stats
+            while pending:
+                done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                for fut in done:
+                    kind, prog = pending.pop(fut)
+                    r: BatchResult = fut.result()
+                    if kind != "label":
+                        store.add_remeasured(prog, _check_machine(store, r, allow_mixed), r.rows, time.time(), kind)
+                        stats[kind] = stats.get(kind, 0) + len(r.rows)
+                        continue
+                    if r.error:
+                        stats["errors"].append(f"program {r.idx}: {r.error}")
+                        bar.advance(1)
+                        continue
+                    machine = _check_machine(store, r, allow_mixed)
+                    store.add_batch(program_json=r.program_json, program_hash=r.program_hash, seed=cfg.seed,
+                                    idx=r.idx, machine=machine, baseline_times=r.baseline_times, rows=r.rows,
+                                    now=time.time())
+                    ok = sum(row.verified for row in r.rows)
+                    stats["programs"] += 1
+                    stats["schedules"] += ok
+                    stats["failures"] += len(r.rows) - ok
+                    for k, v in r.seconds.items():
+                        stats["seconds"][k] = stats["seconds"].get(k, 0.0) + v
+                    noise_due += 1
+                    bar.advance(1, ok, f"| failures {stats['failures']}")
+                if noise_due >= 10:
+                    noise_due = 0
+                    submit_noise(final=False)
+                fill()
+                if not pending and not queue and not flushed:
+                    flushed = True
+                    submit_noise(final=True)
+        stats["wall_s"] = time.monotonic() - t0
+        stats["schedules_per_hour"] = stats["schedules"] / stats["wall_s"] * 3600 if stats["wall_s"] else 0.0
+        return stats
+
+
+def format_build(stats: dict) -> str:
+    """``build``'s result as text: counts, rate and worker time, and the first errors."""
+    secs = ", ".join(f"{k} {v:.0f} s" for k, v in stats["seconds"].items())
+    return "\n".join([f"measured {stats['programs']} programs, {stats['schedules']} verified schedules "
+                      f"({stats['failures']} failed, {stats['noise']} re-measured for noise) in {stats['wall_s']:.0f} "
+                      f"s: {stats['schedules_per_hour']:,.0f} schedules/hour (worker time: {secs})",
+                      *(f"  {e}" for e in stats["errors"][:10])])

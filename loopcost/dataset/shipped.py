@@ -7,24 +7,20 @@ import lzma
 import shutil
 from pathlib import Path
 
-from ..codegen.compiler import cache_root
 from ..errors import LoopcostError
-
-DATA = Path(__file__).resolve().parent.parent / "data"
-SHIPPED = DATA / "dataset.sqlite.xz"
-MANIFEST = DATA / "dataset.manifest.json"
+from ..paths import DATA, SHIPPED_DATASET, cache_root
 
 
 def shipped_db() -> Path:
     """The shipped database, decompressed once into the cache."""
-    if not SHIPPED.exists():
-        raise LoopcostError(f"no shipped dataset at {SHIPPED}; give --db")
-    digest = hashlib.sha256(SHIPPED.read_bytes()).hexdigest()[:16]
+    if not SHIPPED_DATASET.exists():
+        raise LoopcostError(f"no shipped dataset at {SHIPPED_DATASET}; give --db")
+    digest = hashlib.sha256(SHIPPED_DATASET.read_bytes()).hexdigest()[:16]
     out = cache_root() / "shipped" / f"dataset-{digest}.sqlite"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")
-        with lzma.open(SHIPPED) as src, open(tmp, "wb") as dst:
+        with lzma.open(SHIPPED_DATASET) as src, open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst)
         tmp.replace(out)
     return out
@@ -35,7 +31,6 @@ def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "", fields: 
     (with ``fields`` added: notes such as the build rate)."""
     import datetime
     import json
-    import sqlite3
     import tempfile
 
     from ..database.store import Store
@@ -45,17 +40,11 @@ def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "", fields: 
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         snap = Path(tmp) / "snap.sqlite"
-        src, dst = sqlite3.connect(str(db)), sqlite3.connect(str(snap))
-        with dst:
-            src.backup(dst)
-        src.close()
-        dst.execute("PRAGMA journal_mode=DELETE")
-        dst.execute("VACUUM")
-        dst.close()
+        with Store(db) as store:
+            store.snapshot(snap)
         stats = dataset_stats(str(snap))
-        store = Store(snap)
-        builds = {k: store.meta(k) for k, in store.db.execute("SELECT key FROM meta WHERE key LIKE 'build:%'")}
-        store.close()
+        with Store(snap) as store:
+            builds = store.builds()
         with open(snap, "rb") as f, lzma.open(out_dir / "dataset.sqlite.xz", "wb", preset=9) as g:
             shutil.copyfileobj(f, g)
     manifest = {
@@ -68,10 +57,41 @@ def pack(db: str | Path, out_dir: str | Path = DATA, command: str = "", fields: 
         "rechecked": {"labels": stats["rechecked"], "over_2x_faster": stats["recheck_over_2x_faster"],
                       "rule": "labels below 0.1x measured again later; the faster measurement is the label"},
         "speedup": stats["speedup"], "transformation_share": stats["transformation_share"],
-        "builds": {k: json.loads(v) for k, v in builds.items()},
+        "builds": builds,
         "command": command,
         "file": "dataset.sqlite.xz", "bytes": (out_dir / "dataset.sqlite.xz").stat().st_size,
         **(fields or {}),
     }
     (out_dir / "dataset.manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
+
+
+def export_bar(show: bool):
+    """A progress callback ``(done, total)`` for ``costmodel.data.export``, on standard error."""
+    from .progress import Progress
+
+    bar = Progress(1, "records", show)
+
+    def tick(done: int, total: int) -> None:
+        bar.total = total
+        bar.advance(done - bar.done)
+
+    return tick
+
+
+def cached_export(db: Path) -> Path:
+    """The training-format export of ``db`` (e.g. the shipped database), made once into the cache (it takes
+    minutes); a new feature layout exports again."""
+    import sys
+
+    from ..costmodel.data import export
+    from ..features import layout
+
+    out = cache_root() / "shipped" / f"{db.stem}.layout{layout.VERSION}.npz"
+    if not out.exists():
+        print(f"exporting {db.name} to the training format (once) ...", file=sys.stderr)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp.npz")
+        export(str(db), str(tmp), export_bar(sys.stderr.isatty()))
+        tmp.replace(out)
+    return out

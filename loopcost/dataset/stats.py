@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..costmodel.metrics import metrics
+from ..costmodel.metrics import noise_floor_mape, noise_rel
 from ..database.store import Store
 from ..transforms.schedule import Schedule
 
@@ -20,66 +20,36 @@ def _quantiles(xs: list[float]) -> dict[str, float]:
         "geomean": float(math.exp(np.mean(np.log(a)))), "share_faster": float(np.mean(a > 1.0))}
 
 
-def noise_rel(pairs: list[tuple[float, float]]) -> np.ndarray:
-    """Relative difference between a label's speedup and its re-measurement."""
-    return np.array([abs(b - a) / a for a, b in pairs])
-
-
-def noise_floor_mape(pairs: list[tuple[float, float]]) -> float | None:
-    """The MAPE a perfect model would score: re-measurements against the labels models are trained on
-    (``pairs`` from ``Store.noise_pairs(effective=True)``)."""
-    rel = noise_rel(pairs)
-    return 100 * float(rel.mean()) if len(rel) else None
-
-
-#: the metrics a simulated re-measurement is scored on
-CEILING_KEYS = ("mape", "median_ape", "spearman_per_program_mean", "pairwise_accuracy", "top1_recovery")
-
-
-def noise_ceiling(pairs: list[tuple[float, float]], speedup: np.ndarray, program: np.ndarray, draws: int = 10,
-                  seed: int = 0) -> dict[str, float] | None:
-    """How a second measurement of every schedule would score against ``speedup``, the labels: each label
-    times a ratio drawn from the measured (label, re-measurement) ``pairs``, metrics averaged over
-    ``draws``. The ranking metrics a model can hope for under this noise (assumed alike for every
-    schedule, though parallel ones are noisier)."""
-    if not pairs:
-        return None
-    log_ratio = np.log([b / a for a, b in pairs])
-    rng = np.random.default_rng(seed)
-    runs = [metrics(speedup * np.exp(rng.choice(log_ratio, len(speedup))), speedup, program) for _ in range(draws)]
-    return {k: float(np.mean([r[k] for r in runs])) for k in CEILING_KEYS}
-
-
 def dataset_stats(db: str) -> dict:
-    store = Store(db)
-    counts = store.counts()
-    speedups, kinds, splits = [], Counter(), Counter()
-    n_nonempty = 0
-    for _prog, split, text, sp in store.labels():
-        splits[split] += 1
-        if sp:
-            speedups.append(sp)
-        if text:
-            n_nonempty += 1
-            kinds.update({t.kind for t in Schedule.parse(text).steps})
-    pairs = store.noise_pairs()
-    rel = noise_rel(pairs)
-    rechecks = store.recheck_pairs()
-    out = {
-        **counts,
-        "splits": dict(splits),
-        "speedup": _quantiles(speedups),
-        "transformation_share": {k: v / n_nonempty for k, v in sorted(kinds.items())} if n_nonempty else {},
-        "noise_pairs": len(pairs),
-        "noise_median_rel": float(np.median(rel)) if len(rel) else None,
-        "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
-        "noise_floor_mape": noise_floor_mape(store.noise_pairs(effective=True)),
-        "rechecked": len(rechecks),
-        "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
-        "machine": store.machines(),
-        "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]} for p, s, e in store.failures(5)],
-    }
-    store.close()
+    with Store(db) as store:
+        counts = store.counts()
+        speedups, kinds, splits = [], Counter(), Counter()
+        n_nonempty = 0
+        for _prog, split, text, sp in store.labels():
+            splits[split] += 1
+            if sp:
+                speedups.append(sp)
+            if text:
+                n_nonempty += 1
+                kinds.update({t.kind for t in Schedule.parse(text).steps})
+        pairs = store.noise_pairs()
+        rel = noise_rel(pairs)
+        rechecks = store.recheck_pairs()
+        out = {
+            **counts,
+            "splits": dict(splits),
+            "speedup": _quantiles(speedups),
+            "transformation_share": {k: v / n_nonempty for k, v in sorted(kinds.items())} if n_nonempty else {},
+            "noise_pairs": len(pairs),
+            "noise_median_rel": float(np.median(rel)) if len(rel) else None,
+            "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
+            "noise_floor_mape": noise_floor_mape(store.noise_pairs(effective=True)),
+            "rechecked": len(rechecks),
+            "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
+            "machine": store.machines(),
+            "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]}
+                                 for p, s, e in store.failures(5)],
+        }
     return out
 
 

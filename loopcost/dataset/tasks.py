@@ -10,8 +10,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from ..codegen.compiler import Toolchain, compile_c
-from ..codegen.harness import harness_c
+from ..codegen.compiler import Toolchain
 from ..database.fingerprint import fingerprint, machine_info
 from ..database.store import Row
 from ..errors import LoopcostError
@@ -19,8 +18,7 @@ from ..generator.programs import GeneratorOptions, random_program
 from ..generator.schedules import STAGED_SHARE, random_schedules
 from ..ir.program import Program
 from ..ir.state import ProgramState
-from ..runner.local import Timing, run_variants
-from ..runner.verify import verdict
+from ..runner import LocalRunner, Timing
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions
 
@@ -41,6 +39,12 @@ class BuildConfig:
     #: the share of schedules drawn as walks through the search's stage order (0: random order only)
     staged_share: float = STAGED_SHARE
 
+    def __post_init__(self) -> None:
+        if self.schedules < 1:
+            raise LoopcostError("--schedules must be at least 1")
+        if not 0 <= self.staged_share <= 1:
+            raise LoopcostError("--staged-share must be between 0 and 1")
+
 
 @dataclass(frozen=True)
 class BatchResult:
@@ -57,21 +61,14 @@ class BatchResult:
     error: str | None = None
 
 
-def _measure(program: Program, schedules: list[Schedule], states: list[ProgramState],
+def _measure(schedules: list[Schedule], states: list[ProgramState],
              cfg: BuildConfig) -> tuple[tuple[float, ...], list[Row], dict[str, float]]:
-    t0 = time.perf_counter()
-    src = harness_c([ProgramState.initial(program)] + states)
-    exe = compile_c(src, cfg.toolchain)
-    t1 = time.perf_counter()
-    results = run_variants(exe, list(range(len(states) + 1)), timing=cfg.timing, seed=cfg.seed,
-                           timeout=cfg.timeout)
-    t2 = time.perf_counter()
-    base = results[0]
-    rows = []
-    for sched, res in zip(schedules, results[1:], strict=True):
-        v = verdict(program, res) if base.ok else verdict(program, base)
-        rows.append(Row(str(sched), sched.to_json(), v.ok, None if v.ok else v.detail, res.times, base.times))
-    return base.times, rows, {"compile": t1 - t0, "run": t2 - t1}
+    """All ``states`` in one harness beside the unscheduled program, on this machine (a worker's)."""
+    runner = LocalRunner(cfg.toolchain, cfg.timeout, chunk=len(states))
+    ms = runner.measure(states, timing=cfg.timing, seed=cfg.seed)
+    rows = [Row(str(sched), sched.to_json(), m.verified, m.error, m.times, m.reference_times)
+            for sched, m in zip(schedules, ms, strict=True)]
+    return ms[0].reference_times, rows, {"compile": ms[0].compile_s, "run": ms[0].run_s}
 
 
 def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
@@ -88,11 +85,7 @@ def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
     schedules = [Schedule()] + [s for s, _ in drawn]
     states = [ProgramState.initial(program)] + [st for _, st in drawn]
     t_gen = time.perf_counter() - t0
-    try:
-        base, rows, secs = _measure(program, schedules, states, cfg)
-    except LoopcostError as e:  # a compile error of generated code: a loopcost bug, kept as data
-        base, secs = (), {}
-        rows = [Row(str(s), s.to_json(), False, f"build: {e}"[:2000], (), ()) for s in schedules]
+    base, rows, secs = _measure(schedules, states, cfg)  # a compile error of generated code comes back as data
     return BatchResult(idx, program.to_json(), program.content_hash(), fp, info, base, rows,
                        {"generate": t_gen, **secs})
 
@@ -103,5 +96,5 @@ def remeasure(cfg: BuildConfig, program_json: dict, schedule_texts: list[str]) -
     program = Program.from_json(program_json)
     schedules = [Schedule.parse(t) for t in schedule_texts]
     states = [s.apply(program) for s in schedules]
-    base, rows, secs = _measure(program, schedules, states, cfg)
+    base, rows, secs = _measure(schedules, states, cfg)
     return BatchResult(-1, program_json, program.content_hash(), fingerprint(info), info, base, rows, secs)

@@ -19,14 +19,12 @@ from pycparser import c_ast, c_generator
 from ..errors import NotAffineError, ProgramError
 from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read
-from ..ir.program import Buffer, Computation, Loop, Node, Program
+from ..ir.functions import FROM_C
+from ..ir.names import unique_name
+from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of
 from .parse import CSource
 
 C_TYPES = {"double": "float64", "float": "float32", "int": "int32"}
-#: C math functions and the IR function each one is.
-MATH = {f: f for f in ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "pow")}
-MATH |= {f + "f": f for f in list(MATH)}
-MATH |= {"fabs": "abs", "fabsf": "abs", "fmax": "max", "fmaxf": "max", "fmin": "min", "fminf": "min"}
 _UNSUPPORTED = {
     c_ast.While: "while loops", c_ast.DoWhile: "do-while loops", c_ast.Switch: "switch statements",
     c_ast.Goto: "goto", c_ast.Break: "break", c_ast.Continue: "continue", c_ast.Label: "labels",
@@ -118,10 +116,7 @@ class _Translator:
 
     # ---- names and scopes ---------------------------------------------
     def fresh(self, name: str) -> str:
-        unique, k = name, 0
-        while unique in self.taken:
-            k += 1
-            unique = f"{name}_{k}"
+        unique = unique_name(name, self.taken)
         self.taken.add(unique)
         return unique
 
@@ -308,12 +303,12 @@ class _Translator:
 
     def call(self, node: c_ast.FuncCall) -> Expr:
         name = node.name.name if isinstance(node.name, c_ast.ID) else _text(node.name)
-        if name not in MATH:
+        if name not in FROM_C:
             raise self.src.error(node, f"call to unknown function {name!r}; loopcost knows "
-                                       f"{', '.join(sorted(MATH))}")
+                                       f"{', '.join(sorted(FROM_C))}")
         args = [self.expr(a) for a in (node.args.exprs if node.args else [])]
         try:
-            return Call(MATH[name], tuple(args))
+            return Call(FROM_C[name], tuple(args))
         except ProgramError as e:
             raise self.src.error(node, str(e)) from None
 
@@ -437,8 +432,8 @@ class _Translator:
             reduction = "*"
         elif op == "/=":
             rhs = BinOp("/", target, rhs)
-        elif isinstance(rhs, BinOp) and rhs.op == "+" and rhs.lhs == target:
-            reduction, rhs = "+", rhs.rhs
+        else:
+            reduction, rhs = reduction_of(target, rhs)
         if is_temp:
             self.temps[target.buffer].events.append((tuple(self.path), "w", node))
         else:

@@ -19,6 +19,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from ..errors import LoopcostError
 from ..ir.dsl import BufferRef, ProgramBuilder
 from ..ir.expr import Expr, call
 from ..ir.program import Program
@@ -26,6 +27,17 @@ from ..ir.program import Program
 POOLS = {"small": (16, 24, 32, 48, 64), "medium": (96, 128, 192, 256, 384),
          "large": (512, 768, 1024, 1536, 2048)}
 FAMILIES = ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular", "iterated")
+
+
+def parse_families(text: str | None) -> tuple[str, ...]:
+    """``--families a,b``: program families of the generator, checked; all of them when ``text`` is None."""
+    if text is None:
+        return FAMILIES
+    names = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = sorted(set(names) - set(FAMILIES))
+    if unknown or not names:
+        raise LoopcostError(f"unknown program families {unknown}; choose among {', '.join(FAMILIES)}")
+    return names
 ITERS = "ijklm"
 
 
@@ -39,6 +51,10 @@ class GeneratorOptions:
     max_comps: int = 6
     families: tuple[str, ...] = FAMILIES
     dtypes: tuple[str, ...] = ("float64", "float32")
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_work < self.max_work:
+            raise LoopcostError("--min-work must be positive and below --max-work")
 
 
 @dataclass

@@ -35,8 +35,8 @@ def _walk(state: ProgramState, kinds: list[str | None], rng: random.Random,
             if kind is None:
                 break
             continue
-        steps.append(step[0])
-        state = step[1]
+        steps.append(step.step)
+        state = step.state
     return Schedule(tuple(steps)), state
 
 

@@ -84,13 +84,6 @@ class Affine:
 
     __rmul__ = __mul__
 
-    def substitute(self, env: Mapping[str, AffineLike]) -> Affine:
-        """Replace iterators by affine expressions (iterators not in env stay)."""
-        out = Affine((), self.const)
-        for name, c in self.terms:
-            out = out + Affine.of(env.get(name, Affine.var(name))) * c
-        return out
-
     def to_c(self, env: Mapping[str, str] | None = None) -> str:
         """C (and isl) text, with iterators renamed through ``env``."""
         env = env or {}

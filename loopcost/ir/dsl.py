@@ -23,8 +23,9 @@ from contextlib import contextmanager
 
 from ..errors import ProgramError
 from .affine import Affine, AffineLike
-from .expr import BinOp, Expr, Read, as_expr, call
-from .program import Buffer, Computation, Loop, Node, Program
+from .expr import Expr, Read, as_expr, call
+from .names import unique_name
+from .program import Buffer, Computation, Loop, Node, Program, reduction_of
 
 
 class BufferRef:
@@ -41,11 +42,11 @@ class BufferRef:
 
     def __setitem__(self, index, value) -> None:
         target = self[index]
-        value = as_expr(value)
-        if isinstance(value, BinOp) and value.op == "+" and value.lhs == target:
-            self._builder.reduce(target, value.op, value.rhs)
+        op, rhs = reduction_of(target, as_expr(value))
+        if op is None:
+            self._builder.assign(target, rhs)
         else:
-            self._builder.assign(target, value)
+            self._builder.reduce(target, op, rhs)
 
 
 class ProgramBuilder:
@@ -76,10 +77,7 @@ class ProgramBuilder:
     @contextmanager
     def loop(self, name: str, lower: AffineLike, upper: AffineLike) -> Iterator[Affine]:
         """``for name in [lower, upper)``; yields the iterator."""
-        unique, k = name, 0
-        while unique in self._loop_names:
-            k += 1
-            unique = f"{name}_{k}"
+        unique = unique_name(name, self._loop_names)
         self._loop_names.add(unique)
         self._stack.append((unique, Affine.of(lower), Affine.of(upper), []))
         yield Affine.var(unique)

@@ -10,13 +10,9 @@ from dataclasses import dataclass
 
 from ..errors import ProgramError
 from .affine import Affine
+from .functions import CALLS
 
 BINARY_OPS = ("+", "-", "*", "/")
-#: math functions and their arity.
-CALLS = {
-    "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "abs": 1,
-    "floor": 1, "neg": 1, "min": 2, "max": 2, "pow": 2,
-}
 
 Number = int | float
 

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 
 from ..errors import ProgramError
 from .affine import Affine
-from .expr import Expr, Read, expr_from_json, expr_to_json, reads
+from .expr import BinOp, Expr, Read, expr_from_json, expr_to_json, reads
+from .functions import C_CALLED
+from .polyhedral import check_bounds
 
 DTYPES = {"float32": "float", "float64": "double", "int32": "int"}
 ROLES = ("input", "output", "temp")
@@ -25,9 +27,8 @@ JSON_FORMAT = "loopcost-program/1"
 RESERVED = frozenset("""
 auto break case char const continue default do double else enum extern float for goto if inline int long
 register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
-main sqrt sqrtf exp expf log logf sin sinf cos cosf tanh tanhf fabs fabsf abs floor floorf pow powf
-printf fprintf malloc free exit stdin stdout stderr NULL
-""".split())
+main printf fprintf malloc free exit stdin stdout stderr NULL
+""".split()) | C_CALLED
 
 
 def check_name(name: str, what: str) -> None:
@@ -93,6 +94,14 @@ class Loop:
 Node = Loop | Computation
 
 
+def reduction_of(target: Read, value: Expr) -> tuple[str | None, Expr]:
+    """``target = target + e`` is the ``+`` reduction of ``e``: ``("+", e)``; any other value ``v`` is
+    ``(None, v)``, a plain assignment."""
+    if isinstance(value, BinOp) and value.op == "+" and value.lhs == target:
+        return "+", value.rhs
+    return None, value
+
+
 @dataclass(frozen=True)
 class Program:
     name: str
@@ -101,8 +110,6 @@ class Program:
 
     def __post_init__(self) -> None:
         validate(self)
-        from .polyhedral import check_bounds  # isl view of this module's types
-
         check_bounds(self)
 
     # ---- queries -----------------------------------------------------

@@ -164,6 +164,24 @@ class ProgramState:
         new = {(t.loop, t.kind) for t in tags}
         return replace(self, tags=tuple(t for t in self.tags if (t.loop, t.kind) not in new) + tags)
 
+    def loops_text(self) -> str:
+        """Each computation with its loops, outermost first, and the code tags of each loop."""
+        lines = []
+        for cs in self.comps:
+            parts = []
+            for name in cs.real_loops:
+                tags = [t.kind + (f"({t.factor})" if t.factor else "") for t in self.tags
+                        if t.loop == name and t.kind in CODE_TAGS]
+                parts.append(name + (f" [{', '.join(tags)}]" if tags else ""))
+            lines.append(f"{cs.comp}: {' > '.join(parts) or '(no loop)'}")
+        return "\n".join(lines)
+
+    @functools.cached_property
+    def key(self) -> tuple:
+        """A structural key among states of one program: equal for states that print the same code and have
+        the same features, however their schedules reached them (tags in any order)."""
+        return tuple((c.comp, c.loop_map, c.betas, c.loops) for c in self.comps), frozenset(self.tags)
+
     def schedule_map(self) -> isl.UnionMap:
         """The union of every computation's time map (not restricted to domains)."""
         out = isl.UnionMap("{ }")

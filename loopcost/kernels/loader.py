@@ -8,10 +8,43 @@ import json
 import runpy
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import KernelLoadError, LoopcostError
 from ..ir.program import Program
+
+if TYPE_CHECKING:
+    from ..frontend.translate import CKernel
 from .registry import KERNELS
+
+
+def parse_pairs(items: list[str] | None, what: str, need_value: bool) -> dict[str, str]:
+    """``NAME=VALUE`` options (``-D``, ``--param``) as a dict; ``what`` names the option in errors."""
+    out = {}
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        if not name.isidentifier() or (need_value and not eq):
+            raise LoopcostError(f"{what} {item!r}: expected NAME{'=VALUE' if need_value else '[=VALUE]'}")
+        out[name] = value
+    return out
+
+
+def load_kernel(spec: str, size: str = "small", *, function: str | None = None, defines: list[str] | None = None,
+                params: list[str] | None = None) -> tuple[Program, CKernel | None]:
+    """(program, C kernel or None) for what a user names: a C file (``.c``: read with ``function``, ``-D``
+    ``defines`` and ``--param`` ``params``, each ``NAME=VALUE``), or anything ``load_program`` takes."""
+    if not spec.endswith(".c"):
+        return load_program(spec, size), None
+    from ..frontend import load_c
+
+    sizes = {}
+    for name, value in parse_pairs(params, "--param", True).items():
+        try:
+            sizes[name] = int(value)
+        except ValueError:
+            raise LoopcostError(f"--param {name}={value}: the value must be an integer") from None
+    k = load_c(spec, function=function, defines=parse_pairs(defines, "-D", False), params=sizes)
+    return k.program, k
 
 
 def load_program(spec: str, size: str = "small") -> Program:

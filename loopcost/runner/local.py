@@ -1,99 +1,85 @@
-"""Run a compiled harness in a separate process, one timed program at a time."""
+"""Measuring on this machine: build a harness, run it in a process of its own under the machine-wide
+lock, verify every variant against the reference, and return the measurements as data."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
-import signal
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
+import functools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from ..codegen.compiler import cache_root
-from .result import RunResult
+from ..codegen.compiler import Toolchain, compile_units
+from ..codegen.harness import Harness, state_harness
+from ..database.fingerprint import fingerprint, machine_info
+from ..errors import CompileError
+from ..ir.state import ProgramState
+from .measurement import Measurement
+from .process import Timing, run_variants
+from .verify import verdict
 
 
-@contextlib.contextmanager
-def machine_lock():
-    """Hold the machine-wide measurement lock, so no two timed runs overlap."""
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / "measure.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+@functools.cache
+def _machine(toolchain: Toolchain) -> tuple[str, dict]:
+    info = machine_info(toolchain.describe())
+    return fingerprint(info), info
+
+
+def harnesses(states: Sequence[ProgramState], reference: ProgramState | None, toolchain: Toolchain,
+              chunk: int, labels: Sequence[str] | None = None) -> list[Harness]:
+    """``states`` split into harnesses of at most ``chunk`` of them, each with ``reference`` (default: the
+    unscheduled program) as its variant 0 (one huge binary would take the compiler minutes)."""
+    if not states:
+        return []
+    ref = reference or ProgramState.initial(states[0].program)
+    names = list(labels) if labels is not None else [str(k + 1) for k in range(len(states))]
+    first = "the unscheduled program" if reference is None else "the reference"
+    return [state_harness([ref, *states[k:k + chunk]], toolchain, [first, *names[k:k + chunk]])
+            for k in range(0, len(states), chunk)]
+
+
+def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float) -> list[Measurement]:
+    """Build and run ``harness`` here; one measurement per variant but the reference."""
+    fp, info = _machine(harness.units[0].toolchain)
+    labels = harness.labels[1:]
+    t0 = time.perf_counter()
+    try:
+        exe = compile_units(harness.units, cache=harness.cache)
+    except CompileError as e:  # generated code that does not compile is a loopcost bug: kept as data
+        return [Measurement(label, error=f"build: {e}"[:4000], fingerprint=fp, machine=info) for label in labels]
+    t1 = time.perf_counter()
+    results = run_variants(exe, list(range(len(harness.labels))), timing=timing, seed=seed, timeout=timeout)
+    run_s = time.perf_counter() - t1
+    ref, out = results[0], []
+    for label, r in zip(labels, results[1:], strict=True):
+        if not ref.ok:
+            ok, why = False, f"{harness.labels[0]} (the reference) failed: {ref.error}"
+        else:
+            v = verdict(harness.outputs, r, rtol=harness.rtol, reference=harness.labels[0])
+            ok, why = v.ok, (None if v.ok else v.detail)
+        errs = [math.inf if e is None else e for e, _ in (r.rel_errors or {}).values()]
+        out.append(Measurement(label, r.times, ref.times, ok, why, max(errs, default=None), r.checksum, fp, info,
+                               t1 - t0, run_s))
+    return out
 
 
 @dataclass(frozen=True)
-class Timing:
-    """How many runs: ``warmup`` untimed, then at least ``min_runs`` and ``min_time`` seconds,
-    at most ``max_runs`` (None: exactly ``min_runs``); with ``max_time``, stop once that much
-    time is spent (after at least one run), so slow schedules cost a bounded time."""
+class LocalRunner:
+    """Measures on this machine with ``toolchain``: one timed program at a time (a file lock in the
+    cache), each harness in a process of its own; a crashing variant costs only itself."""
 
-    min_runs: int = 5
-    warmup: int = 1
-    max_runs: int | None = None
-    min_time: float = 0.0
-    max_time: float = 0.0
+    toolchain: Toolchain = field(default_factory=Toolchain)
+    timeout: float = 600.0
+    chunk: int = 64
 
-    def args(self) -> list[str]:
-        return [f"warmup={self.warmup}", f"min_runs={self.min_runs}",
-                f"max_runs={self.max_runs or self.min_runs}", f"min_time_us={int(self.min_time * 1e6)}",
-                f"max_time_us={int(self.max_time * 1e6)}"]
+    def measure(self, states: Sequence[ProgramState], *, timing: Timing = Timing(),
+                reference: ProgramState | None = None, seed: int = 0, timeout: float | None = None,
+                labels: Sequence[str] | None = None) -> list[Measurement]:
+        out: list[Measurement] = []
+        for h in harnesses(states, reference, self.toolchain, self.chunk, labels):
+            out += self.measure_harness(h, timing=timing, seed=seed, timeout=timeout)
+        return out
 
-
-def _why(returncode: int, stderr: str) -> str:
-    if returncode < 0:
-        return f"crash: killed by signal {signal.Signals(-returncode).name}: {stderr.strip()[-2000:]}"
-    return f"crash: exit status {returncode}: {stderr.strip()[-2000:]}"
-
-
-def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), seed: int = 0,
-                 dump_prefix: str | None = None, timeout: float = 120.0) -> list[RunResult]:
-    """Run ``variants`` of a harness in one process; one RunResult per variant, in order.
-
-    A variant that crashes or times out gets an error; the variants after it
-    run again in a fresh process, so one bad schedule costs only itself.
-    """
-    if not variants:
-        return []
-    cmd = [str(exe), f"seed={seed}", *timing.args(), f"variants={','.join(map(str, variants))}"]
-    if dump_prefix:
-        cmd.append(f"dump={dump_prefix}")
-    with machine_lock():
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-            out, failure = res.stdout, (None if res.returncode == 0 else _why(res.returncode, res.stderr))
-        except subprocess.TimeoutExpired as e:
-            out = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or ""
-            failure = f"timeout: no result after {timeout:g} s"
-        except OSError as e:
-            return [RunResult(error=f"could not start {exe}: {e}") for _ in variants]
-    results: list[RunResult] = []
-    for line in out.splitlines():
-        if not line.endswith("}"):
-            break  # a line cut short by a crash
-        try:
-            rep = json.loads(line)
-            errors = {name: (e, int(i)) for name, (e, i) in rep["errors"].items()}
-            results.append(RunResult(tuple(float(t) for t in rep["times_s"]), rep["checksums"], None, errors))
-        except (ValueError, KeyError, TypeError) as e:
-            return results + [RunResult(error=f"unreadable harness output ({e}): {out[:300]!r}")
-                              for _ in variants[len(results):]]
-    if len(results) == len(variants):
-        return results
-    if failure is None:
-        failure = f"unreadable harness output: {out[:300]!r}"
-    rest = variants[len(results) + 1:]
-    return results + [RunResult(error=failure)] + run_variants(
-        exe, rest, timing=timing, seed=seed, dump_prefix=None, timeout=timeout)
-
-
-def run_binary(exe: Path, *, runs: int = 5, warmup: int = 1, seed: int = 0, dump_prefix: str | None = None,
-               timeout: float = 120.0) -> RunResult:
-    """Run variant 0 of a harness ``runs`` times; see ``run_variants``."""
-    return run_variants(exe, [0], timing=Timing(runs, warmup), seed=seed, dump_prefix=dump_prefix,
-                        timeout=timeout)[0]
+    def measure_harness(self, harness: Harness, *, timing: Timing = Timing(), seed: int = 0,
+                        timeout: float | None = None) -> list[Measurement]:
+        return measure_built(harness, timing=timing, seed=seed, timeout=timeout or self.timeout)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..ir.program import Program
+from ..ir.program import Buffer, Program
 from .result import RunResult
 
 NP_DTYPES = {"float64": np.float64, "float32": np.float32, "int32": np.int32}
@@ -22,20 +23,22 @@ class Verdict:
     detail: str = ""
 
 
-def verdict(p: Program, result: RunResult) -> Verdict:
-    """Whether every output of ``result`` matched the reference variant within ``RTOL``."""
+def verdict(outputs: Sequence[Buffer], result: RunResult, *, rtol: float | None = None,
+            reference: str = "the unscheduled program") -> Verdict:
+    """Whether every one of ``outputs`` in ``result`` matched the reference variant within ``rtol``
+    (default: ``RTOL`` of the buffer's dtype)."""
     if not result.ok:
         return Verdict(False, result.error or "")
     errs = result.rel_errors or {}
-    for b in p.outputs():
+    for b in outputs:
         if b.name not in errs:
             return Verdict(False, f"output {b.name} was not compared")
         e, flat = errs[b.name]
-        if e is None or e > RTOL[b.dtype]:
+        tol = RTOL[b.dtype] if rtol is None else rtol
+        if e is None or e > tol:
             shown = "not finite" if e is None else f"{e:.3g}"
             where = [int(i) for i in np.unravel_index(flat, b.shape)]
-            return Verdict(False, f"{b.name}{where} differs from the unscheduled program: relative error "
-                                  f"{shown} > {RTOL[b.dtype]:g}")
+            return Verdict(False, f"{b.name}{where} differs from {reference}: relative error {shown} > {tol:g}")
     return Verdict(True)
 
 

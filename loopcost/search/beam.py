@@ -16,32 +16,25 @@ from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
 from ..ir.state import ProgramState
-from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
-from ..transforms.space import STAGES, SpaceOptions, moves
-
-
-@dataclass(frozen=True)
-class Scored:
-    score: float
-    schedule: Schedule
-    state: ProgramState
+from ..transforms.space import STAGES, Move, SpaceOptions, moves
+from .base import Evaluator, Scored
 
 
 @dataclass
 class _Entry:
     scored: Scored
-    #: (last step, legal state before it) while the legality of ``scored.state`` is unknown
-    pending: tuple[Transformation, ProgramState] | None = None
+    #: the last move and the legal state before it, while the legality of ``scored.state`` is unknown
+    pending: tuple[Move, ProgramState] | None = None
     illegal: bool = False
 
 
 def _legal(e: _Entry) -> bool:
     """Whether the entry's state is legal, checked once, when it is about to be kept."""
     if e.pending is not None and not e.illegal:
-        t, before = e.pending
+        move, before = e.pending
         try:
-            t.checked(before, e.scored.state)
+            move.step.checked(before, e.scored.state)
             e.pending = None
         except ScheduleError:
             e.illegal = True
@@ -59,26 +52,26 @@ def _best(entries: list[_Entry], n: int) -> list[_Entry]:
     return out
 
 
-def beam_search(state: ProgramState, evaluator, *, beam_size: int = 4, stages: tuple[str, ...] = STAGES,
+def beam_search(state: ProgramState, evaluator: Evaluator, *, beam_size: int = 4, stages: tuple[str, ...] = STAGES,
                 opts: SpaceOptions = SpaceOptions(), keep: int = 20, lazy: bool = True) -> list[Scored]:
-    """The ``keep`` best distinct legal schedules seen, best first (the empty schedule among them).
+    """The ``keep`` best distinct legal schedules seen, best first (the empty schedule among them). Two
+    schedules that reach the same state (``ProgramState.key``) count once: the first one found is kept.
 
     ``lazy=False`` checks every candidate before scoring it: for evaluators that measure, where
     scoring an illegal candidate costs more than checking it.
     """
     root = _Entry(Scored(float(evaluator.score([state])[0]), Schedule(), state))
-    seen = {"": root}
+    seen = {state.key: root}
     beam = [root]
     for kind in stages:
         children: list[_Entry] = []
         for parent in beam:
             before = parent.scored.state
-            for t, new, proven in moves(before, replace(opts, kinds=(kind,))):
-                sched = parent.scored.schedule + t
-                if str(sched) in seen:
+            for m in moves(before, replace(opts, kinds=(kind,))):
+                if m.state.key in seen:
                     continue
-                e = _Entry(Scored(0.0, sched, new), None if proven else (t, before))
-                seen[str(sched)] = e
+                e = _Entry(Scored(0.0, parent.scored.schedule + m.step, m.state), None if m.proven else (m, before))
+                seen[m.state.key] = e
                 if lazy or _legal(e):
                     children.append(e)
         if children:

@@ -1,23 +1,20 @@
 """What a search asks for a batch of candidate states: a score each (higher is faster).
 
-``ModelEvaluator`` asks the cost model (``predict`` on a batch); ``MeasuringEvaluator``
-compiles the whole batch into one harness, runs it, and scores each state by its
-measured, verified speedup (0 if it failed verification).
+``ModelEvaluator`` asks the cost model (``predict`` on a batch); ``MeasuringEvaluator`` measures the
+batch through a runner and scores each state by its measured, verified speedup (0 if it failed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..codegen.compiler import Toolchain, compile_c
-from ..codegen.harness import harness_c
 from ..costmodel.model import CostModel
 from ..features.extract import FeatureLimitError, featurize
 from ..ir.state import ProgramState
-from ..runner.local import Timing, run_variants
-from ..runner.verify import verdict
+from ..runner import LocalRunner, Measurement, Runner, Timing
 
 
 @dataclass
@@ -28,7 +25,7 @@ class ModelEvaluator:
     model: CostModel
     scored: int = 0
 
-    def score(self, states: list[ProgramState]) -> np.ndarray:
+    def score(self, states: Sequence[ProgramState]) -> np.ndarray:
         self.scored += len(states)
         trees, keep = [], []
         for k, st in enumerate(states):
@@ -43,36 +40,27 @@ class ModelEvaluator:
         return out
 
 
+#: how a measured candidate is timed by default: at least 3 runs and 50 ms, at most 10 runs or 1 s
+MEASURE_TIMING = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_time=1.0)
+
+
 @dataclass
 class MeasuringEvaluator:
-    """Scores by measuring: states are compiled ``chunk`` at a time into one harness with the unscheduled
-    program, which is timed beside them (a search stage can hold thousands of candidates: one huge
-    binary would take gcc minutes)."""
+    """Scores by measuring through ``runner`` (on this machine by default): each state's verified speedup
+    over the unscheduled program timed beside it in one harness (0.0 if it failed). Every measurement it
+    made is kept in ``measurements``, in order."""
 
-    toolchain: Toolchain = field(default_factory=Toolchain)
-    timing: Timing = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_time=1.0)
-    timeout: float = 600.0
-    chunk: int = 64
+    runner: Runner = field(default_factory=LocalRunner)
+    timing: Timing = MEASURE_TIMING
     scored: int = 0
+    measurements: list[Measurement] = field(default_factory=list)
 
-    def measure(self, states: list[ProgramState]) -> tuple[np.ndarray, list]:
-        """Speedup of each state over the unscheduled program (0.0 if not verified), and the raw results
-        (each chunk's unscheduled run first, then its states')."""
-        if not states:
-            return np.zeros(0), []
+    def measure(self, states: Sequence[ProgramState], labels: Sequence[str] | None = None) -> list[Measurement]:
+        """One measurement per state (named by ``labels``, e.g. schedule texts, when given)."""
         self.scored += len(states)
-        initial = ProgramState.initial(states[0].program)
-        out, raw = [], []
-        for k in range(0, len(states), self.chunk):
-            part = states[k:k + self.chunk]
-            exe = compile_c(harness_c([initial, *part]), self.toolchain)
-            results = run_variants(exe, list(range(len(part) + 1)), timing=self.timing, timeout=self.timeout)
-            base = results[0]
-            for st, r in zip(part, results[1:], strict=True):
-                ok = base.ok and verdict(st.program, r).ok
-                out.append(base.median / r.median if ok and r.times else 0.0)
-            raw += results
-        return np.array(out), raw
+        out = self.runner.measure(states, timing=self.timing, labels=labels)
+        self.measurements += out
+        return out
 
-    def score(self, states: list[ProgramState]) -> np.ndarray:
-        return self.measure(states)[0]
+    def score(self, states: Sequence[ProgramState]) -> np.ndarray:
+        return np.array([m.speedup or 0.0 for m in self.measure(states)])

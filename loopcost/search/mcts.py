@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 
 from ..errors import ScheduleError
 from ..ir.state import ProgramState
-from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
-from ..transforms.space import SpaceOptions, proposals, random_step
-from .beam import Scored
+from ..transforms.space import Move, SpaceOptions, proposals, random_step
+from .base import Evaluator, Scored
 
 
 @dataclass
@@ -38,25 +37,26 @@ class _Node:
         return self.total / self.visits + c * math.sqrt(math.log(self.parent.visits) / self.visits)
 
 
-def _legal_prefix(path: list[tuple[Transformation, ProgramState]], start: ProgramState) -> int:
-    """How many steps of ``path`` (each with the state it gives, unchecked) are legal, one after the
-    other from the legal ``start``: a rollout stops at its first illegal step."""
+def _legal_prefix(path: list[Move], start: ProgramState) -> int:
+    """How many moves of ``path`` (unchecked) are legal, one after the other from the legal ``start``:
+    a rollout stops at its first illegal step."""
     before = start
-    for k, (t, after) in enumerate(path):
+    for k, m in enumerate(path):
         try:
-            t.checked(before, after)
+            m.step.checked(before, m.state)
         except ScheduleError:
             return k
-        before = after
+        before = m.state
     return len(path)
 
 
-def mcts(state: ProgramState, evaluator, *, iterations: int = 200, max_depth: int = 6, rollouts: int = 4,
+def mcts(state: ProgramState, evaluator: Evaluator, *, iterations: int = 200, max_depth: int = 6, rollouts: int = 4,
          c: float = 0.7, seed: int = 0, opts: SpaceOptions = SpaceOptions(), keep: int = 20) -> list[Scored]:
-    """The ``keep`` best distinct schedules scored during the search, best first."""
+    """The ``keep`` best distinct schedules scored during the search, best first (two that reach the same
+    state count once)."""
     rng = random.Random(seed)
     root = _Node(Schedule(), state)
-    seen: dict[str, Scored] = {"": Scored(float(evaluator.score([state])[0]), Schedule(), state)}
+    seen: dict[tuple, Scored] = {state.key: Scored(float(evaluator.score([state])[0]), Schedule(), state)}
     for _ in range(iterations):
         node = root
         while node.untried is not None and not node.untried and node.children:  # selection
@@ -82,12 +82,12 @@ def mcts(state: ProgramState, evaluator, *, iterations: int = 200, max_depth: in
                 if step is None:
                     break
                 path.append(step)
-                st = step[1]
+                st = step.state
             path = path[:_legal_prefix(path, node.state)]
-            ends.append((node.schedule + Schedule(tuple(t for t, _ in path)), path[-1][1] if path else node.state))
+            ends.append((node.schedule + Schedule(tuple(m.step for m in path)), path[-1].state if path else node.state))
         scores = evaluator.score([st for _, st in ends])
         for (sched, st), s in zip(ends, scores, strict=True):
-            seen.setdefault(str(sched), Scored(float(s), sched, st))
+            seen.setdefault(st.key, Scored(float(s), sched, st))
         reward = max(0.0, math.log(max(float(max(scores)), 1e-9)))
         while node is not None:  # backpropagation
             node.visits += 1

@@ -8,19 +8,20 @@ from ..generator.schedules import random_schedule
 from ..ir.state import ProgramState
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions
-from .beam import Scored
+from .base import Evaluator, Scored
 
 
-def random_search(state: ProgramState, evaluator, *, samples: int = 64, seed: int = 0,
+def random_search(state: ProgramState, evaluator: Evaluator, *, samples: int = 64, seed: int = 0,
                   opts: SpaceOptions = SpaceOptions(), keep: int = 20) -> list[Scored]:
-    """The ``keep`` best of ``samples`` distinct random schedules (plus the empty one), best first."""
+    """The ``keep`` best of ``samples`` random schedules that reach distinct states (plus the empty one),
+    best first."""
     rng = random.Random(seed)
-    drawn: dict[str, tuple[Schedule, ProgramState]] = {"": (Schedule(), state)}
+    drawn: dict[tuple, tuple[Schedule, ProgramState]] = {state.key: (Schedule(), state)}
     for _ in range(3 * samples):
         if len(drawn) > samples:
             break
         sched, st = random_schedule(state, rng, opts)
-        drawn.setdefault(str(sched), (sched, st))
+        drawn.setdefault(st.key, (sched, st))
     items = list(drawn.values())
     scores = evaluator.score([st for _, st in items])
     ranked = sorted((Scored(float(sc), s, st) for (s, st), sc in zip(items, scores, strict=True)),

@@ -14,7 +14,8 @@ import functools
 import islpy as isl
 
 from ..errors import IllegalScheduleError, ScheduleError
-from ..ir.polyhedral import Dependence, dependences, domains
+from ..ir.dependence import Dependence, dependences
+from ..ir.polyhedral import domains
 from ..ir.program import Program
 from ..ir.state import ProgramState
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import replace
 
 import islpy as isl
 
+from ..ir.names import unique_name
 from ..ir.state import CompSchedule, ProgramState
 
 _LEVEL = re.compile(r"\bl(\d+)\b")
@@ -69,15 +69,4 @@ def fresh_name(state: ProgramState, base: str) -> str:
     """A loop name not used by the program or the schedule, derived from ``base``."""
     taken = set(state.loop_names()) | {lp.name for lp in state.program.loops()}
     taken |= {c.name for c in state.program.computations()} | {b.name for b in state.program.buffers}
-    if base not in taken:
-        return base
-    k = 1
-    while f"{base}_{k}" in taken:
-        k += 1
-    return f"{base}_{k}"
-
-
-def rename(cs: CompSchedule, level: int, name: str) -> CompSchedule:
-    loops = list(cs.loops)
-    loops[level] = name
-    return replace(cs, loops=tuple(loops))
+    return unique_name(base, taken)

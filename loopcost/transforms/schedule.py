@@ -11,8 +11,10 @@ KERNEL --loops``). ``F`` names computations.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import ScheduleError
 from ..ir.program import Program
@@ -74,6 +76,17 @@ class Schedule:
     """An ordered sequence of transformations."""
 
     steps: tuple[Transformation, ...] = ()
+
+    @staticmethod
+    def load(text: str) -> Schedule:
+        """A schedule given in the notation, or as a JSON file (``@file.json``, the form of ``to_json``)."""
+        if not text.startswith("@"):
+            return Schedule.parse(text)
+        try:
+            doc = json.loads(Path(text[1:]).read_text())
+        except (OSError, ValueError) as e:
+            raise ScheduleError(f"cannot read schedule file {text[1:]}: {e}") from None
+        return Schedule.from_json(doc)
 
     @staticmethod
     def parse(text: str) -> Schedule:

@@ -1,7 +1,10 @@
-"""The space of candidates: every legal next transformation from a state.
+"""The space of schedules: which transformations may come next from a state.
 
-The random sampler and the search both enumerate the space through
-``candidates``; nothing else decides what may be tried.
+``proposals`` lists every transformation worth trying, before legality (MCTS expands nodes with it);
+``moves`` applies them and says which results are already known to be legal, so that beam search can
+score first and check only what it keeps; ``random_step`` draws one step at random, a kind first (the
+schedule generator and MCTS rollouts). ``candidates`` keeps only the legal moves. Nothing else decides
+what a search or the generator may try.
 """
 
 from __future__ import annotations
@@ -131,10 +134,20 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
     return out
 
 
-def moves(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[tuple[Transformation, ProgramState, bool]]:
-    """Every well-formed next transformation from ``state``, the state it leads to, and whether that state
-    is already known to be legal (tiling a permutable band, unrolling). The others are legal only if
-    ``t.checked(state, new)`` says so: a search can score first and check only what it keeps."""
+@dataclass(frozen=True)
+class Move:
+    """A step from a state: the transformation, the state it leads to, and whether that state is known to be
+    legal (``proven``); if not, it is legal only if ``step.checked(before, state)`` says so."""
+
+    step: Transformation
+    state: ProgramState
+    proven: bool = True
+
+
+def moves(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[Move]:
+    """Every well-formed next transformation from ``state``, with the state it leads to; proven legal when
+    that is known without a check (tiling a permutable band, unrolling). A search can score first and
+    check only what it keeps."""
     out = []
     band: dict[tuple[str, ...], bool] = {}
     for t in proposals(state, opts):
@@ -145,30 +158,31 @@ def moves(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[tupl
         if isinstance(t, Tile):
             if t.loops not in band:
                 band[t.loops] = permutable(state, t.loops)
-            out.append((t, new, band[t.loops]))  # permutable: legal for every size
+            out.append(Move(t, new, band[t.loops]))  # permutable: legal for every size
         else:
-            out.append((t, new, isinstance(t, Unroll)))  # unrolling is always legal
+            out.append(Move(t, new, isinstance(t, Unroll)))  # unrolling is always legal
     return out
 
 
 def candidates(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[tuple[Transformation, ProgramState]]:
     """Every legal next transformation from ``state``, with the state it leads to."""
     out = []
-    for t, new, proven in moves(state, opts):
+    for m in moves(state, opts):
         try:
-            out.append((t, new if proven else t.checked(state, new)))
+            out.append((m.step, m.state if m.proven else m.step.checked(state, m.state)))
         except ScheduleError:
             continue
     return out
 
 
 def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = SpaceOptions(),
-                kinds: tuple[str, ...] | None = None, check: bool = True) -> tuple[Transformation, ProgramState] | None:
+                kinds: tuple[str, ...] | None = None, check: bool = True) -> Move | None:
     """One transformation drawn at random: first a kind, then a proposal of that kind.
 
     Drawing the kind first keeps the many tile sizes from crowding out the rest.
     Tries proposals in random order until one is legal (with ``check=False``: until one applies,
-    legal or not, for callers that check a whole sequence at once); None if no kind has one.
+    legal or not, for callers that check a whole sequence at once: then the move is not ``proven``); None
+    if no kind has one.
     """
     order = [k for k in opts.kinds if kinds is None or k in kinds]
     rng.shuffle(order)
@@ -177,7 +191,7 @@ def random_step(state: ProgramState, rng: random.Random, opts: SpaceOptions = Sp
         rng.shuffle(options)
         for t in options:
             try:
-                return t, t.apply(state) if check else t.transformed(state)
+                return Move(t, t.apply(state)) if check else Move(t, t.transformed(state), False)
             except ScheduleError:
                 continue
     return None

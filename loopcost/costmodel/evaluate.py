@@ -1,0 +1,84 @@
+"""A model's accuracy on a split, next to baselines, the noise floor and a simulated re-measurement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..database.store import Store
+from ..errors import LoopcostError
+from ..paths import SHIPPED_MODEL, card_path
+from .baselines import GradientBoosted
+from .data import load
+from .metrics import metrics, noise_ceiling, noise_floor_mape
+from .model import CostModel
+from .plots import save_plots
+
+
+def _noise_pairs(db: str | Path) -> list[tuple[float, float]]:
+    """(label, re-measurement) speedups of ``db``, against the labels models are trained on."""
+    with Store(db) as store:
+        return store.noise_pairs(effective=True)
+
+
+def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Path | None = None, *,
+             split: str = "test", gbt: bool = False, plots: str | Path | None = None, write_card: bool = False,
+             manifest: str | Path | None = None) -> dict:
+    """Score the model at ``model_path`` (default: the shipped one) on ``split`` of the export ``data_path``.
+
+    Returns ``metrics``' keys with the split, model and data, ``baselines`` (a constant speedup of 1 and, with
+    ``gbt``, gradient-boosted trees trained on the train split), and, given the measurement database ``db``,
+    ``noise_floor_mape`` and ``remeasurement`` (how a second measurement would score; else None). ``plots``:
+    a folder to write scatter.png and errors.png into (their paths under ``plots``). ``write_card``: record the
+    evaluation in the model's card, with the dataset ``manifest`` (a file), if given and there.
+    """
+    data_path = Path(data_path)
+    everything = load(data_path)
+    data = everything.subset(split)
+    if len(data) == 0:
+        raise LoopcostError(f"{data_path} has no record in split {split!r}")
+    model_path = Path(model_path) if model_path else SHIPPED_MODEL
+    model = CostModel.load(model_path)
+    predictions = {"model": model.predict_trees(data.trees)}
+    baselines = {"speedup_1": metrics(np.ones(len(data)), data.speedup, data.program)}
+    if gbt:
+        train = everything.subset("train")
+        predictions["gradient_boosted"] = GradientBoosted().fit(train.trees, train.speedup).predict(data.trees)
+        baselines["gradient_boosted"] = metrics(predictions["gradient_boosted"], data.speedup, data.program)
+    noise = ceiling = None
+    if db is not None:
+        pairs = _noise_pairs(db)
+        noise = noise_floor_mape(pairs)
+        ceiling = noise_ceiling(pairs, data.speedup, data.program)
+    out = {**metrics(predictions["model"], data.speedup, data.program), "split": split, "model": str(model_path),
+           "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling}
+    if plots:
+        out["plots"] = [str(p) for p in save_plots(plots, data.speedup, predictions, f"({split} split)")]
+    if write_card:
+        card = dict(model.card)
+        card["evaluation"] = {k: v for k, v in out.items() if k != "plots"}
+        if manifest and Path(manifest).exists():
+            card["evaluation"]["dataset_manifest"] = json.loads(Path(manifest).read_text())
+        card_path(model_path).write_text(json.dumps(card, indent=2))
+    return out
+
+
+def format_evaluation(r: dict, wrote_card: bool = False) -> str:
+    """``evaluate``'s result as text: a line per model and baseline, the noise floor, the files written."""
+    lines = [f"{r['split']}: {r['n']} schedules of {r['programs']} programs"]
+    for name, m in (("model", r), *r["baselines"].items()):
+        lines.append(f"  {name:16} MAPE {m['mape']:.1f}%  median APE {m['median_ape']:.1f}%  Spearman/program "
+                     f"{m['spearman_per_program_mean']:.3f}  pairwise {m['pairwise_accuracy']:.3f}  "
+                     f"top-1 recovery {m['top1_recovery']:.3f}")
+    if r["noise_floor_mape"] is not None:
+        lines.append(f"  noise floor (re-measured labels) MAPE {r['noise_floor_mape']:.1f}%")
+    if (c := r["remeasurement"]) is not None:
+        lines.append(f"  a second measurement (simulated from the noise pairs): MAPE {c['mape']:.1f}%  "
+                     f"Spearman/program {c['spearman_per_program_mean']:.3f}  pairwise "
+                     f"{c['pairwise_accuracy']:.3f}  top-1 recovery {c['top1_recovery']:.3f}")
+    lines += [f"  wrote {p}" for p in r.get("plots", [])]
+    if wrote_card:
+        lines.append(f"  wrote the evaluation into {card_path(r['model'])}")
+    return "\n".join(lines)

@@ -1,0 +1,27 @@
+"""The IR's math functions, and their names in C: the one table for expressions, code generation and
+the C frontend."""
+
+from __future__ import annotations
+
+#: every math function of the IR and its arity
+CALLS = {
+    "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "abs": 1,
+    "floor": 1, "neg": 1, "min": 2, "max": 2, "pow": 2,
+}
+#: the IR functions that libm has under the same name (``sqrt``; ``sqrtf`` on float)
+LIBM = ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "pow")
+_ABS = {"int32": "abs", "float32": "fabsf", "float64": "fabs"}
+#: the libc and libm functions that generated C calls
+C_CALLED = frozenset({*LIBM, *(f + "f" for f in LIBM), *_ABS.values()})
+#: the C functions that the frontend reads, and the IR function each one is
+FROM_C = {f: f for f in LIBM} | {f + "f": f for f in LIBM} | {
+    "fabs": "abs", "fabsf": "abs", "fmax": "max", "fmaxf": "max", "fmin": "min", "fminf": "min"}
+
+
+def c_function(fn: str, dtype: str) -> str:
+    """The C function that computes IR function ``fn`` (``abs`` or one of ``LIBM``) on ``dtype`` values."""
+    if fn == "abs":
+        return _ABS[dtype]
+    if fn not in LIBM:
+        raise KeyError(f"{fn!r} is no C function of the IR (neg, min and max are operators and macros)")
+    return fn + ("f" if dtype == "float32" else "")

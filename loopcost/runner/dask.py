@@ -1,0 +1,80 @@
+"""Measuring on a Dask cluster: the same calls as ``LocalRunner``, each harness built and run by a worker
+(the machine-wide lock in each worker machine's cache keeps one timed program per machine).
+
+``executor`` is the pool behind it, also used by dataset builds, whose workers generate programs too.
+Dask's nanny starts workers with ``OMP_NUM_THREADS=1``; a LocalCluster started here gets this
+process's OpenMP thread count instead, and every measurement's fingerprint records the thread count
+it ran with (start remote workers with ``DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON__OMP_NUM_THREADS``
+set to their core count, or ``dask worker --no-nanny``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..codegen.compiler import Toolchain
+from ..codegen.harness import Harness
+from ..errors import LoopcostError
+from ..ir.state import ProgramState
+from .local import harnesses, measure_built
+from .measurement import Measurement
+from .process import Timing
+
+
+@contextmanager
+def executor(workers: int, cluster: str | None) -> Iterator[cf.Executor]:
+    """A process pool on this machine (``cluster`` None), a new Dask LocalCluster (``"local"``), or the
+    Dask scheduler at ``cluster`` (``tcp://HOST:PORT``), as a ``concurrent.futures`` executor."""
+    if cluster is None:
+        with cf.ProcessPoolExecutor(max_workers=workers) as ex:
+            yield ex
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise LoopcostError("--cluster needs Dask: pip install 'loopcost[cluster]'") from None
+    if cluster == "local":
+        import dask
+
+        # Dask's nanny sets OMP_NUM_THREADS=1 in its workers: parallel schedules would run on one core
+        threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
+        with dask.config.set({"distributed.nanny.pre-spawn-environ.OMP_NUM_THREADS": threads}), \
+                LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                             dashboard_address=None) as lc, Client(lc) as client:
+            yield client.get_executor()
+        return
+    try:
+        client = Client(cluster, timeout=30)
+    except OSError as e:
+        raise LoopcostError(f"cannot reach Dask scheduler {cluster}: {e}") from None
+    with client:
+        yield client.get_executor()
+
+
+@dataclass
+class DaskRunner:
+    """Measures through ``pool`` (an ``executor``): harnesses are built here and sent as C text; workers
+    compile, run and verify them, and each measurement carries the fingerprint of the worker's machine."""
+
+    pool: cf.Executor
+    toolchain: Toolchain = field(default_factory=Toolchain)
+    timeout: float = 600.0
+    chunk: int = 16
+
+    def measure(self, states: Sequence[ProgramState], *, timing: Timing = Timing(),
+                reference: ProgramState | None = None, seed: int = 0, timeout: float | None = None,
+                labels: Sequence[str] | None = None) -> list[Measurement]:
+        futures = [self._submit(h, timing, seed, timeout)
+                   for h in harnesses(states, reference, self.toolchain, self.chunk, labels)]
+        return [m for f in futures for m in f.result()]
+
+    def measure_harness(self, harness: Harness, *, timing: Timing = Timing(), seed: int = 0,
+                        timeout: float | None = None) -> list[Measurement]:
+        return self._submit(harness, timing, seed, timeout).result()
+
+    def _submit(self, h: Harness, timing: Timing, seed: int, timeout: float | None) -> cf.Future:
+        return self.pool.submit(measure_built, h, timing=timing, seed=seed, timeout=timeout or self.timeout)

@@ -1,0 +1,92 @@
+"""Run a compiled harness in a process of its own, one timed program at a time on the machine."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..paths import cache_root
+from .result import RunResult
+
+
+@contextlib.contextmanager
+def machine_lock():
+    """Hold the machine-wide measurement lock, so no two timed runs overlap."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "measure.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How many runs: ``warmup`` untimed, then at least ``min_runs`` and ``min_time`` seconds,
+    at most ``max_runs`` (None: exactly ``min_runs``); with ``max_time``, stop once that much
+    time is spent (after at least one run), so slow schedules cost a bounded time."""
+
+    min_runs: int = 5
+    warmup: int = 1
+    max_runs: int | None = None
+    min_time: float = 0.0
+    max_time: float = 0.0
+
+    def args(self) -> list[str]:
+        return [f"warmup={self.warmup}", f"min_runs={self.min_runs}",
+                f"max_runs={self.max_runs or self.min_runs}", f"min_time_us={int(self.min_time * 1e6)}",
+                f"max_time_us={int(self.max_time * 1e6)}"]
+
+
+def _why(returncode: int, stderr: str) -> str:
+    if returncode < 0:
+        return f"crash: killed by signal {signal.Signals(-returncode).name}: {stderr.strip()[-2000:]}"
+    return f"crash: exit status {returncode}: {stderr.strip()[-2000:]}"
+
+
+def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), seed: int = 0,
+                 dump_prefix: str | None = None, timeout: float = 120.0) -> list[RunResult]:
+    """Run ``variants`` of a harness in one process; one RunResult per variant, in order.
+
+    A variant that crashes or times out gets an error; the variants after it
+    run again in a fresh process, so one bad schedule costs only itself.
+    """
+    if not variants:
+        return []
+    cmd = [str(exe), f"seed={seed}", *timing.args(), f"variants={','.join(map(str, variants))}"]
+    if dump_prefix:
+        cmd.append(f"dump={dump_prefix}")
+    with machine_lock():
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+            out, failure = res.stdout, (None if res.returncode == 0 else _why(res.returncode, res.stderr))
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or ""
+            failure = f"timeout: no result after {timeout:g} s"
+        except OSError as e:
+            return [RunResult(error=f"could not start {exe}: {e}") for _ in variants]
+    results: list[RunResult] = []
+    for line in out.splitlines():
+        if not line.endswith("}"):
+            break  # a line cut short by a crash
+        try:
+            rep = json.loads(line)
+            errors = {name: (e, int(i)) for name, (e, i) in rep["errors"].items()}
+            results.append(RunResult(tuple(float(t) for t in rep["times_s"]), rep["checksums"], None, errors))
+        except (ValueError, KeyError, TypeError) as e:
+            return results + [RunResult(error=f"unreadable harness output ({e}): {out[:300]!r}")
+                              for _ in variants[len(results):]]
+    if len(results) == len(variants):
+        return results
+    if failure is None:
+        failure = f"unreadable harness output: {out[:300]!r}"
+    rest = variants[len(results) + 1:]
+    return results + [RunResult(error=failure)] + run_variants(
+        exe, rest, timing=timing, seed=seed, dump_prefix=None, timeout=timeout)

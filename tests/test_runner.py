@@ -1,0 +1,105 @@
+"""The one measurement path: runners on this machine and on a Dask cluster, harnesses of several units."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from loopcost.codegen.compiler import Toolchain, Unit
+from loopcost.codegen.harness import Harness, compilers_harness, state_harness
+from loopcost.ir.state import ProgramState
+from loopcost.kernels import KERNELS
+from loopcost.runner import LocalRunner, Timing, open_runner
+from loopcost.transforms.schedule import Schedule
+
+from .programs import matvec
+
+
+def test_every_state_is_measured_beside_the_reference_and_verified():
+    p = matvec()
+    states = [ProgramState.initial(p), Schedule.parse("P(i)").apply(p), Schedule.parse("U(j,2)").apply(p)]
+    ms = LocalRunner().measure(states, timing=Timing(2, 0))
+    assert [m.verified for m in ms] == [True, True, True]
+    assert all(len(m.times) == 2 and m.reference_times == ms[0].reference_times for m in ms)
+    assert all(m.speedup == pytest.approx(m.reference_median / m.median) for m in ms)
+    assert ms[0].fingerprint and ms[0].max_rel_error == 0.0 and ms[0].compile_s > 0
+
+
+def test_a_harness_that_does_not_build_comes_back_as_data():
+    good = state_harness([ProgramState.initial(matvec())] * 2, Toolchain())
+    broken = Harness((good.units[0], Unit("int lc_nothing(void) { return undefined_thing; }")), good.labels,
+                     good.outputs)
+    ms = LocalRunner().measure_harness(broken, timing=Timing(1, 0))
+    assert len(ms) == 1 and not ms[0].verified and ms[0].error.startswith("build:") and ms[0].times == ()
+    assert ms[0].speedup is None
+
+
+def test_a_failing_reference_fails_every_variant():
+    p = matvec()
+    crash = Schedule.parse("U(j,2)").apply(p)
+    h = state_harness([ProgramState.initial(p), crash], Toolchain())
+    # the reference's call crashes: variant 0 dereferences a null pointer before its kernel
+    src = h.units[0].source.replace("    case 0: ", "    case 0: *(volatile int *)0 = 1; ", 1)
+    ms = LocalRunner().measure_harness(Harness((Unit(src),), h.labels, h.outputs), timing=Timing(1, 0))
+    assert not ms[0].verified and "(the reference) failed: crash" in ms[0].error
+
+
+def test_kernels_of_several_compilers_link_into_one_harness():
+    state = ProgramState.initial(KERNELS["gemm"].program("small"))
+    toolchains = {"O3": Toolchain(), "O1": Toolchain(flags=("-O1", "-fopenmp")),
+                  "O0": Toolchain(flags=("-O0",))}
+    ms = LocalRunner().measure_harness(compilers_harness(state, toolchains, rtol=1e-6), timing=Timing(2, 0))
+    assert [m.label for m in ms] == ["O1", "O0"] and all(m.verified for m in ms), [m.error for m in ms]
+    assert all(m.speedup > 0 for m in ms)
+
+
+def test_a_dask_runner_measures_on_the_cluster_workers():
+    pytest.importorskip("distributed")
+    from distributed import get_task_stream
+
+    p = matvec()
+    states = [ProgramState.initial(p), Schedule.parse("U(j,2)").apply(p)]
+    with open_runner("local", workers=1) as runner, get_task_stream() as stream:
+        ms = runner.measure(states, timing=Timing(1, 0))
+    assert [m.verified for m in ms] == [True, True]
+    ran = [t["key"] for t in stream.data]
+    assert ran and all("measure_built" in str(k) for k in ran), ran
+    assert ms[0].fingerprint == LocalRunner().measure(states[:1], timing=Timing(1, 0))[0].fingerprint
+
+
+@pytest.mark.slow
+def test_optimize_measures_an_execution_based_search_on_a_local_dask_cluster(tmp_path):
+    pytest.importorskip("distributed")
+    from loopcost.database.store import Store
+
+    db = tmp_path / "store.sqlite"
+    r = subprocess.run([sys.executable, "-m", "loopcost.cli", "optimize", "gemm", "--size", "small", "--search",
+                        "exec", "--budget", "1", "--cluster", "local", "--workers", "1", "--store", str(db),
+                        "--json"], capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    assert out["verified"] and out["cluster"] == "local" and out["measured_speedup"] > 0
+    assert out["measurements"] > out["candidates_scored"] > 1  # the search's measurements and the final top-k
+    with Store(db) as store:  # the final candidates, measured by the workers, were kept
+        kept = [r.schedule_text for r in store.runs(KERNELS["gemm"].program("small").content_hash())]
+    assert kept == [c["schedule"] for c in out["measured_top_k"]]
+
+
+def test_a_recording_runner_keeps_every_labelled_measurement_in_the_store(tmp_path):
+    from loopcost.database.store import Store
+    from loopcost.runner import RecordingRunner
+
+    p = matvec()
+    texts = ["", "U(j,2)", "P(i)"]
+    runner = RecordingRunner(LocalRunner(), tmp_path / "m.sqlite", "test")
+    ms = runner.measure([Schedule.parse(t).apply(p) for t in texts], timing=Timing(2, 0), labels=texts)
+    runner.measure([ProgramState.initial(p)], timing=Timing(1, 0))  # unlabelled: not a schedule to keep
+    with Store(tmp_path / "m.sqlite") as store:
+        runs = store.runs(p.content_hash())
+        machines = store.machines()
+    assert [r.schedule_text for r in runs] == texts and [m.label for m in ms] == texts
+    assert [r.times for r in runs] == [m.times for m in ms] and all(r.verified for r in runs)
+    assert runs[1].speedup == pytest.approx(ms[1].speedup)
+    assert [m["fingerprint"] for m in machines] == [ms[0].fingerprint] and machines[0]["cpu"]
