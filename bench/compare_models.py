@@ -29,7 +29,7 @@ from loopcost.kernels.loader import load_program
 from loopcost.runner import LocalRunner
 from loopcost.search.beam import beam_search
 from loopcost.search.evaluator import MeasuringEvaluator, ModelEvaluator
-from loopcost.search.optimize import RANKED, diverse_top
+from loopcost.search.ranking import RANKED, diverse_top
 from loopcost.transforms.space import SpaceOptions
 
 SELECTION = Path(__file__).resolve().parent / "selection"

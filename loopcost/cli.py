@@ -14,7 +14,7 @@ from .generator.schedules import STAGED_SHARE
 from .ir.dependence import dependences
 from .kernels import KERNELS
 from .kernels.loader import load_kernel, parse_pairs
-from .paths import SHIPPED_MANIFEST, card_path
+from .paths import SHIPPED_MANIFEST, card_path, store_path
 from .transforms.schedule import Schedule
 from .transforms.space import STAGES
 
@@ -24,19 +24,12 @@ def _size(a: argparse.Namespace) -> str | None:
     return None if a.kernel.endswith(".c") else a.size
 
 
-def _store(a: argparse.Namespace) -> Path | None:
-    """``--store``: the database that keeps every measurement (the machine's, by default), or None."""
-    from .paths import measurement_store
-
-    return None if a.store == "none" else Path(a.store) if a.store else measurement_store()
-
-
 def cmd_run(a: argparse.Namespace) -> int:
     from .runner import Timing, open_runner
 
     program, _ = load_kernel(a.kernel, a.size, function=a.function, defines=a.define, params=a.param)
     state = Schedule.load(a.schedule).apply(program)
-    with open_runner(toolchain=Toolchain.from_string(a.cc, a.cflags), timeout=a.timeout, store=_store(a),
+    with open_runner(toolchain=Toolchain.from_string(a.cc, a.cflags), timeout=a.timeout, store=store_path(a.store),
                      source="run") as runner:
         m = runner.measure([state], timing=Timing(a.runs, a.warmup), seed=a.seed, labels=[a.schedule])[0]
     if m.error and m.error.startswith("build: "):  # the program asked for did not build: the flags, the compiler
@@ -174,6 +167,7 @@ def cmd_dataset_pack(a: argparse.Namespace) -> int:
 def cmd_optimize(a: argparse.Namespace) -> int:
     from .costmodel.shipped import search_model
     from .runner import open_runner
+    from .search.adaptive import AdaptiveOptions
     from .search.optimize import format_result, optimize
 
     program, ckernel = load_kernel(a.kernel, a.size, function=a.function, defines=a.define,
@@ -184,9 +178,10 @@ def cmd_optimize(a: argparse.Namespace) -> int:
         if warning:
             print(warning, file=sys.stderr)
     cluster = None if a.cluster in (None, "none") else a.cluster
-    with open_runner(cluster, workers=a.workers, store=_store(a), source=f"optimize:{a.search}") as runner:
+    with open_runner(cluster, workers=a.workers, store=store_path(a.store), source=f"optimize:{a.search}") as runner:
         r = optimize(program, method=a.search, model=model, budget=a.budget, measure=a.measure, top_k=a.top_k,
-                     seed=a.seed, runner=runner)
+                     seed=a.seed, runner=runner,
+                     adaptive=AdaptiveOptions(measure_budget=a.measure_budget, batch=a.batch))
     out = {"kernel": a.kernel, "size": _size(a), "search": a.search, "model": str(path) if path else None,
            **r.to_json(), "cluster": cluster}
     if a.emit_c:
@@ -268,7 +263,10 @@ def parser() -> argparse.ArgumentParser:
 
     o = sub.add_parser("optimize", help="search a schedule, measure the best candidates, keep the fastest")
     source_args(o, size="bench")  # a small kernel runs in microseconds: noise decides its speedups
-    o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec"])
+    o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec", "adaptive"],
+                   help="adaptive: beam search rounds, each measuring a --batch and updating the model with it")
+    o.add_argument("--measure-budget", type=int, default=48, help="adaptive: schedules measured at most")
+    o.add_argument("--batch", type=int, default=8, help="adaptive: schedules measured a round")
     o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
     o.add_argument("--model", default=None, help="cost model (default: the shipped one)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,

@@ -25,6 +25,11 @@ def measurement_store() -> Path:
     return cache_root() / "measurements.sqlite"
 
 
+def store_path(option: str | None) -> Path | None:
+    """What ``--store`` names: a database (default: ``measurement_store()``), or None for ``none``."""
+    return None if option == "none" else Path(option) if option else measurement_store()
+
+
 def card_path(model_path: str | Path) -> Path:
     """The card (``MODEL.card.json``) that says what data, machine and settings produced a model."""
     return Path(str(model_path) + ".card.json")

@@ -152,7 +152,7 @@ def test_measuring_in_chunks_times_the_unscheduled_program_beside_each_chunk():
 
 def test_the_measured_top_k_prefers_distinct_cores_then_distinct_structures():
     from loopcost.search.base import Scored
-    from loopcost.search.optimize import core, diverse_top, structure
+    from loopcost.search.ranking import core, diverse_top, structure
 
     assert structure(Schedule.parse("S(k,j_1,2) T2(i,j,32,64) V(j,16)")) == "S(k,j_1,#) T2(i,j,#,#) V(j,#)"
     texts = ["P(i) V(j,16)", "P(i) V(j,8)", "P(i) V(j,4)", "I(i,j) U(j,4)", "", "I(i,j) U(j,8)", "T2(i,j,32,32)"]

@@ -4,9 +4,8 @@ unscheduled program always competes, and its own copy's measurement is the refer
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,13 +16,15 @@ from ..ir.state import ProgramState
 from ..runner import LocalRunner, Runner, Timing
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions
+from .adaptive import AdaptiveOptions, adaptive_search
 from .base import Evaluator, Scored
 from .beam import beam_search
-from .evaluator import MeasuringEvaluator, ModelEvaluator
+from .evaluator import MEASURE_TIMING, MeasuringEvaluator, ModelEvaluator
 from .mcts import mcts
 from .random_search import random_search
+from .ranking import RANKED, diverse_top
 
-METHODS = ("beam", "mcts", "random", "exec")
+METHODS = ("beam", "mcts", "random", "exec", "adaptive")
 
 
 @dataclass(frozen=True)
@@ -75,43 +76,9 @@ def format_result(out: dict) -> str:
 SEARCH_TIMING = Timing(min_runs=1, warmup=0, max_runs=3, min_time=0.05, max_time=0.5)
 
 
-_NUMBER = re.compile(r"(?<=[(,])\d+(?=[,)])")
-_UNROLL_VECTOR = re.compile(r"\s*[UV]\([^)]*\)")
-
-#: how many of a search's best candidates ``diverse_top`` chooses the measured ones from
-RANKED = 60
-
-
-def structure(schedule: Schedule) -> str:
-    """The schedule's transformations and loops without their factors: ``T2(i,j,#,#) U(k,#)``."""
-    return _NUMBER.sub("#", str(schedule))
-
-
-def core(schedule: Schedule) -> str:
-    """The ``structure`` without its unroll and vector steps: what is fused, reordered, tiled and
-    made parallel: ``T2(i,j,#,#) P(i)``."""
-    return _UNROLL_VECTOR.sub("", structure(schedule)).strip()
-
-
-def diverse_top(ranked: list[Scored], k: int) -> list[Scored]:
-    """``k`` candidates to measure, best first: the best of each distinct ``core``, then of each distinct
-    ``structure``, then the next best of any. Near-copies that differ in an unroll, a vector width or a
-    factor share the model's mistakes; other cores hedge against them (19 benchmark kernels: 1.67x to at
-    least 1.77x beam geomean in one side-by-side run, 1.67x to 1.72x between two full benchmark runs)."""
-    chosen: list[Scored] = []
-    for key in (core, structure, str):
-        seen = {key(c.schedule) for c in chosen}
-        for c in ranked:
-            if len(chosen) == k:
-                return chosen
-            if key(c.schedule) not in seen and all(c is not d for d in chosen):
-                chosen.append(c)
-                seen.add(key(c.schedule))
-    return chosen
-
-
 def search(state: ProgramState, method: str, evaluator: Evaluator, *, budget: int, seed: int,
            space: SpaceOptions = SpaceOptions()) -> list[Scored]:
+    """The ranked candidates of one model-guided or execution-based search (``adaptive``: see ``optimize``)."""
     if method in ("beam", "exec"):  # measuring an illegal candidate costs more than checking it first
         return beam_search(state, evaluator, beam_size=budget, lazy=method == "beam", opts=space, keep=RANKED)
     if method == "mcts":
@@ -123,36 +90,44 @@ def search(state: ProgramState, method: str, evaluator: Evaluator, *, budget: in
 
 def optimize(program: Program, *, method: str = "beam", model: CostModel | None = None, budget: int = 4,
              measure: bool = True, top_k: int = 5, seed: int = 0, space: SpaceOptions = SpaceOptions(),
-             runner: Runner | None = None, evaluator: Evaluator | None = None) -> OptimizeResult:
+             runner: Runner | None = None, evaluator: Evaluator | None = None,
+             adaptive: AdaptiveOptions = AdaptiveOptions()) -> OptimizeResult:
     """Find a schedule for ``program`` in ``space``; with ``measure``, the returned one is measured (through
     ``runner``: this machine by default) and verified.
 
-    The search scores with ``evaluator`` when given, else with ``model``, or by measuring for ``exec``.
+    The search scores with ``evaluator`` when given, else with ``model``, or by measuring for ``exec``;
+    ``adaptive`` measures batches of the model's best and updates the model with them (``adaptive``
+    options; its beam width is ``budget``).
     """
     state = ProgramState.initial(program)
     runner = runner or LocalRunner()
+    measurer = MeasuringEvaluator(runner, SEARCH_TIMING if method == "exec" else MEASURE_TIMING)
     if evaluator is None and method == "exec":
-        evaluator = MeasuringEvaluator(runner, SEARCH_TIMING)
+        evaluator = measurer
     elif evaluator is None and model is None:
         raise LoopcostError(f"search {method!r} needs a cost model")
     elif evaluator is None:
         evaluator = ModelEvaluator(model)
     t0 = time.perf_counter()
-    ranked = search(state, method, evaluator, budget=budget, seed=seed, space=space)
+    if method == "adaptive":
+        ranked = adaptive_search(state, evaluator, measurer, opts=replace(adaptive, beam_size=budget), space=space)
+    else:
+        ranked = search(state, method, evaluator, budget=budget, seed=seed, space=space)
     elapsed = time.perf_counter() - t0
     scored = evaluator.scored
-    searched = len(evaluator.measurements) if isinstance(evaluator, MeasuringEvaluator) else 0
-    best = ranked[0]
-    predicted = None if method == "exec" else best.score
+    searched = len(measurer.measurements)
+    measuring = method in ("exec", "adaptive")  # ranked by measured speedups
+    best = ranked[0] if ranked else Scored(1.0, Schedule(), state)
+    predicted = None if measuring else best.score
     if not measure:
         return OptimizeResult(best.schedule, best.state, predicted, None, False, elapsed, scored, [],
                               measurements=searched)
     # a model's near-copies share its mistakes, so a model's candidates are measured by distinct core; the
-    # execution-based search ranked by measuring already, and measures its own best again
-    top = ranked[:top_k] if method == "exec" else diverse_top(ranked, top_k)
+    # searches that ranked by measuring already measure their own best again, side by side
+    top = ranked[:top_k] if measuring else diverse_top(ranked, top_k)
     if not any(not c.schedule.steps for c in top):  # the unscheduled program always competes
         top.append(next((c for c in ranked if not c.schedule.steps), None)
-                   or Scored(1.0 if method == "exec" else float(evaluator.score([state])[0]), Schedule(), state))
+                   or Scored(1.0 if measuring else float(evaluator.score([state])[0]), Schedule(), state))
     final = MeasuringEvaluator(runner).measure([c.state for c in top], [str(c.schedule) for c in top])
     raw = np.array([m.speedup or 0.0 for m in final])
     # the unscheduled program's own copy, timed among the candidates, is the reference: timed against the
@@ -162,6 +137,6 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
     measured = [(str(c.schedule), float(s)) for c, s in zip(top, speedups, strict=True)]
     k = max(range(len(top)), key=lambda i: speedups[i])
     chosen = top[k]
-    pred = None if method == "exec" else chosen.score
+    pred = None if measuring else chosen.score
     return OptimizeResult(chosen.schedule, chosen.state, pred, float(speedups[k]), bool(speedups[k] > 0),
                           elapsed, scored, measured, float(raw[copy]), searched + len(top))
