@@ -38,8 +38,8 @@ def test_a_harness_that_does_not_build_comes_back_as_data():
 
 def test_a_failing_reference_fails_every_variant():
     p = matvec()
-    crash = Schedule.parse("U(j,2)").apply(p)
-    h = state_harness([ProgramState.initial(p), crash], Toolchain())
+    variant = Schedule.parse("U(j,2)").apply(p)
+    h = state_harness([ProgramState.initial(p), variant], Toolchain())
     # the reference's call crashes: variant 0 dereferences a null pointer before its kernel
     src = h.units[0].source.replace("    case 0: ", "    case 0: *(volatile int *)0 = 1; ", 1)
     ms = LocalRunner().measure_harness(Harness((Unit(src),), h.labels, h.outputs), timing=Timing(1, 0))
