@@ -28,10 +28,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .runner import Timing, open_runner
 
     program, _ = load_kernel(a.kernel, a.size, function=a.function, defines=a.define, params=a.param)
-    state = Schedule.load(a.schedule).apply(program)
+    schedule = Schedule.load(a.schedule)
     with open_runner(toolchain=Toolchain.from_string(a.cc, a.cflags), timeout=a.timeout, store=store_path(a.store),
-                     source="run") as runner:
-        m = runner.measure([state], timing=Timing(a.runs, a.warmup), seed=a.seed, labels=[a.schedule])[0]
+                     source="run", reuse=not a.remeasure) as runner:
+        m = runner.measure([schedule.apply(program)], timing=Timing(a.runs, a.warmup), seed=a.seed,
+                           labels=[str(schedule)])[0]
     if m.error and m.error.startswith("build: "):  # the program asked for did not build: the flags, the compiler
         raise CompileError(m.error.removeprefix("build: "))
     report = {"kernel": a.kernel, "program": program.name, "size": _size(a), "schedule": a.schedule, **m.to_json()}
@@ -110,6 +111,20 @@ def cmd_dataset_stats(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_store_stats(a: argparse.Namespace) -> int:
+    from .database.stats import format_run_stats
+    from .database.store import Store
+
+    path = store_path(a.store)
+    if path is None or not path.exists():
+        raise LoopcostError(f"no store at {path}: nothing was measured yet (loopcost run / optimize keep "
+                            "every measurement there)")
+    with Store(path) as store:
+        s = store.run_stats()
+    print(json.dumps(s, indent=2) if a.json else format_run_stats(s, str(path)))
+    return 0
+
+
 def cmd_dataset_export(a: argparse.Namespace) -> int:
     from .costmodel.data import export
     from .dataset.shipped import export_bar
@@ -178,7 +193,8 @@ def cmd_optimize(a: argparse.Namespace) -> int:
         if warning:
             print(warning, file=sys.stderr)
     cluster = None if a.cluster in (None, "none") else a.cluster
-    with open_runner(cluster, workers=a.workers, store=store_path(a.store), source=f"optimize:{a.search}") as runner:
+    with open_runner(cluster, workers=a.workers, store=store_path(a.store), source=f"optimize:{a.search}",
+                     reuse=not a.remeasure) as runner:
         r = optimize(program, method=a.search, model=model, budget=a.budget, measure=a.measure, top_k=a.top_k,
                      seed=a.seed, runner=runner,
                      adaptive=AdaptiveOptions(measure_budget=a.measure_budget, batch=a.batch))
@@ -226,6 +242,8 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--store", default=None, metavar="DB",
                         help="keep every measurement in this SQLite database (default: the machine's, "
                              "$LOOPCOST_CACHE_DIR/measurements.sqlite; 'none': keep nothing)")
+        sp.add_argument("--remeasure", action="store_true",
+                        help="measure again what this machine's store already holds (default: reuse it)")
 
     def toolchain_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--cc", default=None, help="C compiler (default $CC or cc)")
@@ -331,6 +349,14 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--db", default=None, help="database (default: the shipped dataset)")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_dataset_stats)
+
+    sr = sub.add_parser("store", help="the machine's store of every measurement run and optimize made")
+    ssub = sr.add_subparsers(dest="store_command", required=True)
+    ss = ssub.add_parser("stats", help="what the store holds: measurements by machine, source and program")
+    ss.add_argument("--store", default=None, metavar="DB",
+                    help="the store (default: $LOOPCOST_CACHE_DIR/measurements.sqlite)")
+    ss.add_argument("--json", action="store_true")
+    ss.set_defaults(func=cmd_store_stats)
 
     t = sub.add_parser("train", help="train the cost model on an exported dataset (resumes after interruption)")
     t.add_argument("--data", required=True, help=".npz written by `loopcost dataset export`")

@@ -70,7 +70,7 @@ class Toy:
     def __init__(self):
         self.scored = 0
 
-    def score(self, states):
+    def score(self, states, labels=None):
         self.scored += len(states)
         return np.array([1.0 + 2.0 * any(t.kind == "parallel" for t in s.tags)
                          + any(t.kind == "tile" for t in s.tags) for s in states])

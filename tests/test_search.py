@@ -18,7 +18,7 @@ class Toy:
     def __init__(self):
         self.scored = 0
 
-    def score(self, states):
+    def score(self, states, labels=None):
         self.scored += len(states)
         out = []
         for st in states:
@@ -53,7 +53,7 @@ class Along:
         self.rewards = [(Schedule(steps[:k]).apply(program), 1.0 + k) for k in range(1, len(steps) + 1)]
         self.scored = 0
 
-    def score(self, states):
+    def score(self, states, labels=None):
         self.scored += len(states)
         return np.array([max([r for st2, r in self.rewards if st2 == st], default=1.0) for st in states])
 
@@ -68,8 +68,8 @@ def test_beam_search_reaches_a_wavefront_skew_then_interchange():
 class Tempting(Toy):
     """Rewards making the reduction loop ``k`` parallel most, which is illegal."""
 
-    def score(self, states):
-        base = super().score(states)
+    def score(self, states, labels=None):
+        base = super().score(states, labels)
         return base + np.array([5.0 * any(t.kind == "parallel" and t.loop.startswith("k") for t in st.tags)
                                 for st in states])
 
@@ -101,7 +101,7 @@ class Everything:
     def __init__(self):
         self.scored = 0
 
-    def score(self, states):
+    def score(self, states, labels=None):
         self.scored += len(states)
         return np.array([1.0 + len(st.tags) + len(st.loop_names()) for st in states])
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 import sqlite3
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,9 +44,12 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, program TEXT NOT NULL REFERENCES run_programs(hash), schedule TEXT NOT NULL,
     machine INTEGER NOT NULL REFERENCES machines(id), codegen INTEGER NOT NULL, source TEXT NOT NULL,
     verified INTEGER NOT NULL, error TEXT, times TEXT NOT NULL, reference_times TEXT NOT NULL, speedup REAL,
-    created REAL NOT NULL);
+    created REAL NOT NULL, seed INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS runs_by_program ON runs (program, schedule);
 """
+
+#: columns added to a table after its first release: (table, column, declaration); added on open
+ADDED_COLUMNS = (("runs", "seed", "INTEGER NOT NULL DEFAULT 0"),)
 
 
 def schedule_hash(program_hash: str, schedule_text: str) -> str:
@@ -61,7 +65,8 @@ def split_of(program_hash: str) -> str:
 @dataclass(frozen=True)
 class Run:
     """One measurement a search (or ``run``) made, as stored: the schedule's text, whether it was verified
-    (else why not), every timed run of it and of the reference beside it, and its speedup."""
+    (else why not), every timed run of it and of the reference beside it, its speedup, the seed of its
+    inputs, and (once stored) when it was made and by what (``optimize:exec``, ``run``, ...)."""
 
     schedule_text: str
     verified: bool
@@ -69,6 +74,9 @@ class Run:
     times: tuple[float, ...]
     reference_times: tuple[float, ...]
     speedup: float | None
+    seed: int = 0
+    created: float = 0.0
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
+            self._add_columns()
         except sqlite3.DatabaseError as e:
             raise LoopcostError(f"{self.path} is not a loopcost database ({e})") from None
         with self.db:
@@ -122,6 +131,14 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def _add_columns(self) -> None:
+        """Bring a database written by an older loopcost up to ``ADDED_COLUMNS`` (additive, in place)."""
+        for table, column, decl in ADDED_COLUMNS:
+            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                with self.db:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     # ---- meta -------------------------------------------------------------
     def meta(self, key: str) -> str | None:
@@ -188,16 +205,56 @@ class Store:
                             (program_hash, json.dumps(program_json, separators=(",", ":"))))
             self.db.executemany(
                 "INSERT INTO runs (program, schedule, machine, codegen, source, verified, error, times, "
-                "reference_times, speedup, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reference_times, speedup, created, seed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(program_hash, r.schedule_text, machine, codegen, source, int(r.verified), r.error,
-                  json.dumps(list(r.times)), json.dumps(list(r.reference_times)), r.speedup, now) for r in runs])
+                  json.dumps(list(r.times)), json.dumps(list(r.reference_times)), r.speedup, now, r.seed)
+                 for r in runs])
+
+    _RUN_COLUMNS = "schedule, verified, error, times, reference_times, speedup, seed, created, source"
+
+    @staticmethod
+    def _run(row: tuple) -> Run:
+        t, v, e, a, b, sp, seed, created, source = row
+        return Run(t, bool(v), e, tuple(json.loads(a)), tuple(json.loads(b)), sp, seed, created, source)
 
     def runs(self, program_hash: str) -> list[Run]:
         """Every stored measurement of schedules of the program with ``program_hash``, oldest first."""
-        q = ("SELECT schedule, verified, error, times, reference_times, speedup FROM runs WHERE program = ? "
-             "ORDER BY id")
-        return [Run(t, bool(v), e, tuple(json.loads(a)), tuple(json.loads(b)), sp)
-                for t, v, e, a, b, sp in self.db.execute(q, (program_hash,))]
+        q = f"SELECT {self._RUN_COLUMNS} FROM runs WHERE program = ? ORDER BY id"
+        return [self._run(r) for r in self.db.execute(q, (program_hash,))]
+
+    def reusable(self, program_hash: str, schedules: Sequence[str], *, machine: int, codegen: int, seed: int,
+                 before: float, enough: Callable[[tuple[float, ...]], bool]) -> dict[str, Run]:
+        """For each of ``schedules`` of the program measured before, the first verified measurement made on
+        ``machine`` (its fingerprint covers CPU, compiler and flags) from C of code generator ``codegen``, on
+        inputs of ``seed``, stored before the time ``before``, whose run times are ``enough``."""
+        q = (f"SELECT {self._RUN_COLUMNS} FROM runs WHERE program = ? AND machine = ? AND codegen = ? "
+             "AND seed = ? AND verified = 1 AND created < ? ORDER BY id")
+        wanted, out = set(schedules), {}
+        for row in self.db.execute(q, (program_hash, machine, codegen, seed, before)):
+            r = self._run(row)
+            if r.schedule_text in wanted and r.schedule_text not in out and enough(r.times):
+                out[r.schedule_text] = r
+        return out
+
+    def run_stats(self) -> dict:
+        """What the machine's searches measured: counts in all, by machine, by source, and by program."""
+        q = self.db.execute
+        by_program = [{"program": json.loads(j)["name"], "hash": h[:12], "runs": n, "schedules": s,
+                       "best_speedup": best}
+                      for h, j, n, s, best in q(
+                          "SELECT p.hash, p.json, COUNT(*), COUNT(DISTINCT r.schedule), MAX(r.speedup) "
+                          "FROM runs r JOIN run_programs p ON p.hash = r.program GROUP BY p.hash ORDER BY MAX(r.id)")]
+        return {
+            "runs": q("SELECT COUNT(*) FROM runs").fetchone()[0],
+            "verified": q("SELECT COUNT(*) FROM runs WHERE verified = 1").fetchone()[0],
+            "programs": len(by_program),
+            "by_machine": [{"fingerprint": fp, **json.loads(info), "runs": n} for fp, info, n in q(
+                "SELECT m.fingerprint, m.info, COUNT(*) FROM runs r JOIN machines m ON m.id = r.machine "
+                "GROUP BY m.id ORDER BY m.id")],
+            "by_source": dict(q("SELECT source, COUNT(*) FROM runs GROUP BY source ORDER BY COUNT(*) DESC")),
+            "by_codegen": dict(q("SELECT codegen, COUNT(*) FROM runs GROUP BY codegen ORDER BY codegen")),
+            "by_program": by_program,
+        }
 
     # ---- reading ------------------------------------------------------------
     def pending(self, kind: str, *, fraction: float = 0.0, below: float = 0.0) -> dict[int, list[str]]:

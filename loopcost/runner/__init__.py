@@ -22,16 +22,18 @@ __all__ = ["DaskRunner", "LocalRunner", "Measurement", "RecordingRunner", "Runne
 
 @contextmanager
 def open_runner(cluster: str | None = None, *, toolchain: Toolchain | None = None, workers: int = 2,
-                timeout: float = 600.0, store: Path | None = None, source: str = "search") -> Iterator[Runner]:
+                timeout: float = 600.0, store: Path | None = None, source: str = "search",
+                reuse: bool = True) -> Iterator[Runner]:
     """A runner on this machine (``cluster`` None) or on a Dask cluster (``"local"`` or a scheduler address),
-    closed (with its cluster connection) on exit; with ``store``, it records what it measures there."""
+    closed (with its cluster connection) on exit; with ``store``, it records what it measures there and,
+    with ``reuse``, takes what this machine measured before from there instead of measuring it again."""
     toolchain = toolchain or Toolchain()
     if cluster is None:
-        yield _recorded(LocalRunner(toolchain, timeout), store, source)
+        yield _recorded(LocalRunner(toolchain, timeout), store, source, reuse)
         return
     with executor(workers, cluster) as pool:
-        yield _recorded(DaskRunner(pool, toolchain, timeout), store, source)
+        yield _recorded(DaskRunner(pool, toolchain, timeout), store, source, reuse)
 
 
-def _recorded(runner: Runner, store: Path | None, source: str) -> Runner:
-    return runner if store is None else RecordingRunner(runner, store, source)
+def _recorded(runner: Runner, store: Path | None, source: str, reuse: bool) -> Runner:
+    return runner if store is None else RecordingRunner(runner, store, source, reuse)

@@ -76,5 +76,9 @@ class DaskRunner:
                         timeout: float | None = None) -> list[Measurement]:
         return self._submit(harness, timing, seed, timeout).result()
 
+    def machine(self) -> None:
+        """Unknown until a worker measures: each measurement carries its worker machine's fingerprint."""
+        return None
+
     def _submit(self, h: Harness, timing: Timing, seed: int, timeout: float | None) -> cf.Future:
         return self.pool.submit(measure_built, h, timing=timing, seed=seed, timeout=timeout or self.timeout)

@@ -83,3 +83,6 @@ class LocalRunner:
     def measure_harness(self, harness: Harness, *, timing: Timing = Timing(), seed: int = 0,
                         timeout: float | None = None) -> list[Measurement]:
         return measure_built(harness, timing=timing, seed=seed, timeout=timeout or self.timeout)
+
+    def machine(self) -> tuple[str, dict]:
+        return _machine(self.toolchain)

@@ -24,7 +24,7 @@ class Measurement:
     or the user's original function): every timed run of both, whether its outputs matched the
     reference's (``error`` says why not) and the largest relative error of its outputs (inf: not finite),
     the output checksums, the machine that ran it (fingerprint and description), and the seconds the whole
-    harness took to compile and to run."""
+    harness took to compile and to run. ``reused``: taken from the machine's store, not measured again."""
 
     label: str
     times: tuple[float, ...] = ()
@@ -37,6 +37,7 @@ class Measurement:
     machine: dict = field(default_factory=dict)
     compile_s: float = 0.0
     run_s: float = 0.0
+    reused: bool = False
 
     @property
     def median(self) -> float | None:
@@ -56,7 +57,8 @@ class Measurement:
         return {"verified": self.verified, "error": self.error, "median_s": self.median,
                 "min_s": min(self.times, default=None), "times_s": list(self.times),
                 "baseline_median_s": self.reference_median, "baseline_times_s": list(self.reference_times),
-                "speedup": self.speedup, "compile_s": self.compile_s, "machine": self.fingerprint}
+                "speedup": self.speedup, "compile_s": self.compile_s, "machine": self.fingerprint,
+                "reused": self.reused}
 
     def describe(self) -> str:
         """Verdict, times and speedup, one line each, for a state measured beside its unscheduled program."""
@@ -68,7 +70,8 @@ class Measurement:
             lines.append(f"baseline   {_seconds(self.reference_median)}  (unscheduled)")
         if self.speedup is not None:
             lines.append(f"speedup    {self.speedup:.2f}x")
-        lines.append(f"compile    {self.compile_s:.2f} s")
+        lines.append("reused     from this machine's store (--remeasure measures again)" if self.reused
+                     else f"compile    {self.compile_s:.2f} s")
         return "\n".join(lines)
 
 
@@ -89,4 +92,8 @@ class Runner(Protocol):
     def measure_harness(self, harness: Harness, *, timing: Timing = Timing(), seed: int = 0,
                         timeout: float | None = None) -> list[Measurement]:
         """One measurement per variant of ``harness`` but the reference (variant 0)."""
+        ...
+
+    def machine(self) -> tuple[str, dict] | None:
+        """The fingerprint and description of the machine that will measure, if known before measuring."""
         ...

@@ -15,11 +15,12 @@ from ..transforms.schedule import Schedule
 
 class Evaluator(Protocol):
     """Scores a batch of states of one program, higher is faster (a predicted or measured speedup);
-    ``scored`` counts the states it was asked about."""
+    ``scored`` counts the states it was asked about. ``labels`` name the states by the schedules that
+    reached them (their texts), for an evaluator that records what it measures."""
 
     scored: int
 
-    def score(self, states: Sequence[ProgramState]) -> np.ndarray: ...
+    def score(self, states: Sequence[ProgramState], labels: Sequence[str] | None = None) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def beam_search(state: ProgramState, evaluator: Evaluator, *, beam_size: int = 4
     ``lazy=False`` checks every candidate before scoring it: for evaluators that measure, where
     scoring an illegal candidate costs more than checking it.
     """
-    root = _Entry(Scored(float(evaluator.score([state])[0]), Schedule(), state))
+    root = _Entry(Scored(float(evaluator.score([state], [""])[0]), Schedule(), state))
     seen = {state.key: root}
     beam = [root]
     for kind in stages:
@@ -75,7 +75,7 @@ def beam_search(state: ProgramState, evaluator: Evaluator, *, beam_size: int = 4
                 if lazy or _legal(e):
                     children.append(e)
         if children:
-            scores = evaluator.score([c.scored.state for c in children])
+            scores = evaluator.score([c.scored.state for c in children], [str(c.scored.schedule) for c in children])
             for c, s in zip(children, scores, strict=True):
                 c.scored = replace(c.scored, score=float(s))
         beam = _best(beam + children, beam_size)

@@ -25,7 +25,7 @@ class ModelEvaluator:
     model: CostModel
     scored: int = 0
 
-    def score(self, states: Sequence[ProgramState]) -> np.ndarray:
+    def score(self, states: Sequence[ProgramState], labels: Sequence[str] | None = None) -> np.ndarray:
         self.scored += len(states)
         trees, keep = [], []
         for k, st in enumerate(states):
@@ -62,5 +62,5 @@ class MeasuringEvaluator:
         self.measurements += out
         return out
 
-    def score(self, states: Sequence[ProgramState]) -> np.ndarray:
-        return np.array([m.speedup or 0.0 for m in self.measure(states)])
+    def score(self, states: Sequence[ProgramState], labels: Sequence[str] | None = None) -> np.ndarray:
+        return np.array([m.speedup or 0.0 for m in self.measure(states, labels)])

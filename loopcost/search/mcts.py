@@ -56,7 +56,7 @@ def mcts(state: ProgramState, evaluator: Evaluator, *, iterations: int = 200, ma
     state count once)."""
     rng = random.Random(seed)
     root = _Node(Schedule(), state)
-    seen: dict[tuple, Scored] = {state.key: Scored(float(evaluator.score([state])[0]), Schedule(), state)}
+    seen: dict[tuple, Scored] = {state.key: Scored(float(evaluator.score([state], [""])[0]), Schedule(), state)}
     for _ in range(iterations):
         node = root
         while node.untried is not None and not node.untried and node.children:  # selection
@@ -85,7 +85,7 @@ def mcts(state: ProgramState, evaluator: Evaluator, *, iterations: int = 200, ma
                 st = step.state
             path = path[:_legal_prefix(path, node.state)]
             ends.append((node.schedule + Schedule(tuple(m.step for m in path)), path[-1].state if path else node.state))
-        scores = evaluator.score([st for _, st in ends])
+        scores = evaluator.score([st for _, st in ends], [str(s) for s, _ in ends])
         for (sched, st), s in zip(ends, scores, strict=True):
             seen.setdefault(st.key, Scored(float(s), sched, st))
         reward = max(0.0, math.log(max(float(max(scores)), 1e-9)))

@@ -42,12 +42,14 @@ class OptimizeResult:
     self_speedup: float | None = None
     #: how many schedules this search measured, the final candidates included
     measurements: int = 0
+    #: how many of those measurements were taken from the machine's store instead of measured again
+    reused: int = 0
 
     def to_json(self) -> dict:
         return {"schedule": str(self.schedule), "predicted_speedup": self.predicted_speedup,
                 "measured_speedup": self.measured_speedup, "verified": self.verified,
                 "search_time_s": self.search_time_s, "candidates_scored": self.candidates_scored,
-                "measurements": self.measurements,
+                "measurements": self.measurements, "reused": self.reused,
                 "measured_top_k": [{"schedule": s, "speedup": v} for s, v in self.measured],
                 "unscheduled_self_speedup": self.self_speedup}
 
@@ -60,8 +62,9 @@ def format_result(out: dict) -> str:
     if out["measured_speedup"] is not None:
         lines.append(f"measured    {out['measured_speedup']:.2f}x over the unscheduled program "
                      f"({'verified' if out['verified'] else 'NOT verified'})")
+    reused = f" ({out['reused']} of them from this machine's store)" if out.get("reused") else ""
     lines.append(f"search      {out['search_time_s']:.1f} s, {out['candidates_scored']} candidates scored, "
-                 f"{out['measurements']} measured")
+                 f"{out['measurements']} measured{reused}")
     if d := out.get("drop_in_check"):
         verdict = "same results" if d["verified"] else f"RESULTS DIFFER ({d['error']})"
         faster = f", {d['speedup_over_original']:.2f}x faster" if d["speedup_over_original"] else ""
@@ -116,12 +119,13 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
     elapsed = time.perf_counter() - t0
     scored = evaluator.scored
     searched = len(measurer.measurements)
+    reused = sum(m.reused for m in measurer.measurements)
     measuring = method in ("exec", "adaptive")  # ranked by measured speedups
     best = ranked[0] if ranked else Scored(1.0, Schedule(), state)
     predicted = None if measuring else best.score
     if not measure:
         return OptimizeResult(best.schedule, best.state, predicted, None, False, elapsed, scored, [],
-                              measurements=searched)
+                              measurements=searched, reused=reused)
     # a model's near-copies share its mistakes, so a model's candidates are measured by distinct core; the
     # searches that ranked by measuring already measure their own best again, side by side
     top = ranked[:top_k] if measuring else diverse_top(ranked, top_k)
@@ -139,4 +143,5 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
     chosen = top[k]
     pred = None if measuring else chosen.score
     return OptimizeResult(chosen.schedule, chosen.state, pred, float(speedups[k]), bool(speedups[k] > 0),
-                          elapsed, scored, measured, float(raw[copy]), searched + len(top))
+                          elapsed, scored, measured, float(raw[copy]), searched + len(top),
+                          reused + sum(m.reused for m in final))

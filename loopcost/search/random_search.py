@@ -23,7 +23,7 @@ def random_search(state: ProgramState, evaluator: Evaluator, *, samples: int = 6
         sched, st = random_schedule(state, rng, opts)
         drawn.setdefault(st.key, (sched, st))
     items = list(drawn.values())
-    scores = evaluator.score([st for _, st in items])
+    scores = evaluator.score([st for _, st in items], [str(s) for s, _ in items])
     ranked = sorted((Scored(float(sc), s, st) for (s, st), sc in zip(items, scores, strict=True)),
                     key=lambda c: -c.score)
     return ranked[:keep]

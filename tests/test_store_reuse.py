@@ -1,0 +1,194 @@
+"""The machine's store: what was measured before is reused, not measured again; the store survives
+concurrent writers and a writer killed with SIGKILL; an older store is upgraded in place."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from loopcost.database.store import Store
+from loopcost.runner import Measurement, RecordingRunner, Timing
+from loopcost.runner.recorded import record
+from loopcost.transforms.schedule import Schedule
+
+from .programs import matvec
+
+MACHINE = ("f00dfeedf00dfeed", {"cpu": "test CPU", "cores": 2, "compiler": "cc 1", "flags": ["-O3"]})
+
+
+@dataclass
+class Counting:
+    """A runner that measures nothing: it returns made-up times and counts what it was asked to measure."""
+
+    machine_info: tuple[str, dict] | None = MACHINE
+    asked: list[list[str]] = field(default_factory=list)
+    runs: int = 3
+
+    def measure(self, states, *, timing=Timing(), reference=None, seed=0, timeout=None, labels=None):
+        self.asked.append(list(labels))
+        fp, info = self.machine_info or ("elsewhere", {})
+        return [Measurement(label, tuple(0.1 + 0.01 * k for k in range(self.runs)), (0.2,) * self.runs, True,
+                            fingerprint=fp, machine=info) for label in labels]
+
+    def measure_harness(self, harness, *, timing=Timing(), seed=0, timeout=None):
+        raise AssertionError("not used")
+
+    def machine(self):
+        return self.machine_info
+
+
+TEXTS = ["", "U(j,2)", "P(i)"]
+
+
+def states():
+    p = matvec()
+    return [Schedule.parse(t).apply(p) for t in TEXTS]
+
+
+def test_a_later_runner_reuses_what_this_machine_measured_and_measures_only_the_rest(tmp_path):
+    db, inner = tmp_path / "m.sqlite", Counting()
+    first = RecordingRunner(inner, db, "test").measure(states()[:2], timing=Timing(3, 0), labels=TEXTS[:2])
+    time.sleep(0.01)
+    again = RecordingRunner(inner, db, "test").measure(states(), timing=Timing(3, 0), labels=TEXTS)
+    assert inner.asked == [TEXTS[:2], ["P(i)"]]  # the second runner measured only the new schedule
+    assert [m.reused for m in again] == [True, True, False] and [m.label for m in again] == TEXTS
+    assert [m.times for m in again[:2]] == [m.times for m in first]
+    assert again[1].speedup == pytest.approx(first[1].speedup) and again[0].fingerprint == MACHINE[0]
+    with Store(db) as store:  # a reused measurement is not stored a second time
+        assert [r.schedule_text for r in store.runs(matvec().content_hash())] == TEXTS[:2] + ["P(i)"]
+
+
+def test_reuse_needs_the_same_machine_seed_enough_runs_an_earlier_time_and_no_remeasure(tmp_path):
+    db = tmp_path / "m.sqlite"
+    RecordingRunner(Counting(), db).measure(states(), timing=Timing(3, 0), labels=TEXTS)
+    time.sleep(0.01)
+
+    def asked(inner=None, timing=Timing(3, 0), seed=0, **kw):
+        inner = inner or Counting()
+        RecordingRunner(inner, db, **kw).measure(states(), timing=timing, seed=seed, labels=TEXTS)
+        return inner.asked
+
+    assert asked() == []
+    assert asked(reuse=False) == [TEXTS]  # --remeasure
+    assert asked(seed=1) == [TEXTS]  # other inputs
+    assert asked(timing=Timing(5, 0)) == [TEXTS]  # asks for more runs than were made
+    assert asked(timing=Timing(5, 0, max_time=0.3)) == []  # ... but they took the time it allows
+    other = ("0123456789abcdef", dict(MACHINE[1], cpu="another CPU"))
+    assert asked(Counting(machine_info=other)) == [TEXTS]  # another machine (or compiler, or flags)
+    assert asked(Counting(machine_info=None)) == [TEXTS]  # a cluster: the machine is known only after
+    runner = RecordingRunner(Counting(), db, since=time.time() - 3600)  # made before those runs were stored
+    runner.measure(states(), timing=Timing(3, 0), labels=TEXTS)
+    assert runner.inner.asked == [TEXTS]
+
+
+def test_a_failed_measurement_is_measured_again(tmp_path):
+    db = tmp_path / "m.sqlite"
+    failed = Measurement("P(i)", (), (), False, "crash: killed by signal SIGSEGV", fingerprint=MACHINE[0],
+                         machine=MACHINE[1])
+    record(db, states()[0], [failed], "test")
+    time.sleep(0.01)
+    inner = Counting()
+    RecordingRunner(inner, db).measure(states()[2:], timing=Timing(3, 0), labels=["P(i)"])
+    assert inner.asked == [["P(i)"]]
+
+
+def test_a_store_of_an_older_loopcost_gains_the_new_columns_and_keeps_its_runs(tmp_path):
+    db = tmp_path / "old.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema', '2');
+        CREATE TABLE machines (id INTEGER PRIMARY KEY, fingerprint TEXT UNIQUE NOT NULL, info TEXT NOT NULL);
+        INSERT INTO machines VALUES (1, 'f00dfeedf00dfeed', '{"cpu": "test CPU"}');
+        CREATE TABLE run_programs (hash TEXT PRIMARY KEY, json TEXT NOT NULL);
+        INSERT INTO run_programs VALUES ('abc', '{"name": "old"}');
+        CREATE TABLE runs (id INTEGER PRIMARY KEY, program TEXT NOT NULL, schedule TEXT NOT NULL,
+            machine INTEGER NOT NULL, codegen INTEGER NOT NULL, source TEXT NOT NULL, verified INTEGER NOT NULL,
+            error TEXT, times TEXT NOT NULL, reference_times TEXT NOT NULL, speedup REAL, created REAL NOT NULL);
+        INSERT INTO runs VALUES (1, 'abc', 'P(i)', 1, 2, 'run', 1, NULL, '[0.1]', '[0.2]', 2.0, 1.0);
+    """)
+    con.commit()
+    con.close()
+    with Store(db) as store:
+        runs = store.runs("abc")
+        stats = store.run_stats()
+    assert [(r.schedule_text, r.seed, r.speedup, r.source) for r in runs] == [("P(i)", 0, 2.0, "run")]
+    assert stats["runs"] == 1 and stats["by_program"][0]["program"] == "old"
+
+
+WRITER = """
+import sys
+from loopcost.ir.state import ProgramState
+from loopcost.runner import Measurement
+from loopcost.runner.recorded import record
+from tests.programs import matvec
+
+db, tag, batches, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+state = ProgramState.initial(matvec())
+for b in range(batches):
+    ms = [Measurement(f"{tag}-{b}-{k}", (0.1,), (0.2,), True, fingerprint="f00dfeedf00dfeed",
+                      machine={"cpu": "test CPU"}) for k in range(size)]
+    record(db, state, ms, tag)
+    print(b, flush=True)
+"""
+
+
+def writer(db, tag: str, batches: int, size: int) -> subprocess.Popen:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(db), tag, str(batches), str(size)], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_processes_recording_at_once_lose_nothing(tmp_path):
+    db = tmp_path / "m.sqlite"
+    procs = [writer(db, tag, 40, 8) for tag in ("a", "b")]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    with Store(db) as store:
+        runs = store.runs(matvec().content_hash())
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert sorted(r.schedule_text for r in runs) == sorted(f"{t}-{b}-{k}" for t in "ab" for b in range(40)
+                                                          for k in range(8))
+
+
+def test_a_writer_killed_with_sigkill_leaves_whole_batches_behind(tmp_path):
+    db = tmp_path / "m.sqlite"
+    p = writer(db, "k", 100000, 16)
+    for _ in range(5):  # let a few batches land, then kill it mid-stream
+        p.stdout.readline()
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+    with Store(db) as store:
+        runs = store.runs(matvec().content_hash())
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert len(runs) >= 5 * 16 and len(runs) % 16 == 0  # a batch is stored whole or not at all
+    names = {r.schedule_text for r in runs}
+    assert all(f"k-{b}-{k}" in names for b in range(len(runs) // 16) for k in range(16))
+
+
+def test_run_twice_reuses_the_store_and_store_stats_shows_it(tmp_path):
+    db = tmp_path / "m.sqlite"
+
+    def loopcost(*args):
+        r = subprocess.run([sys.executable, "-m", "loopcost.cli", *args], capture_output=True, text=True,
+                           env=dict(os.environ), timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stdout
+
+    cmd = ["run", "gemm", "--schedule", "P(i)", "--runs", "2", "--store", str(db), "--json"]
+    first, second = json.loads(loopcost(*cmd)), json.loads(loopcost(*cmd))
+    third = json.loads(loopcost(*cmd, "--remeasure"))
+    assert not first["reused"] and second["reused"] and not third["reused"]
+    assert second["times_s"] == first["times_s"] and third["times_s"] != first["times_s"]
+    stats = json.loads(loopcost("store", "stats", "--store", str(db), "--json"))
+    assert stats["runs"] == 2 and stats["by_source"] == {"run": 2}
+    assert stats["by_program"][0]["program"] == "gemm" and stats["by_program"][0]["schedules"] == 1
+    assert "gemm" in loopcost("store", "stats", "--store", str(db))
+
