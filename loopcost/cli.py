@@ -139,13 +139,46 @@ def cmd_dataset_export(a: argparse.Namespace) -> int:
 def cmd_train(a: argparse.Namespace) -> int:
     from .costmodel.train import TrainConfig, train_ensemble
 
+    if (a.data is None) == (a.store is None):
+        raise LoopcostError("train needs --data DATA.npz (an exported dataset) or --store (this machine's "
+                            "measurements), not both")
+    if a.store is not None:
+        a = _store_training(a)
+    elif a.out is None:
+        raise LoopcostError("train --data needs --out MODEL.pt")
     cfg = TrainConfig(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, loss=a.loss, seed=a.seed,
                       rank_weight=a.rank_weight, threads=a.threads, arch=a.arch, init=a.init or "",
                       init_member=a.init_member)
-    _, best = train_ensemble(a.data, a.out, cfg, ensemble=a.ensemble, restart=a.restart, db=a.db)
+    _, best = train_ensemble(a.data, a.out, cfg, ensemble=a.ensemble or 1, restart=a.restart, db=a.db)
     print(f"saved {a.out} (validation MAPE {best['mape']:.1f}%, Spearman per program "
           f"{best['spearman_per_program_mean']:.3f}); card: {card_path(a.out)}")
     return 0
+
+
+def _store_training(a: argparse.Namespace) -> argparse.Namespace:
+    """``train --store``: the store's measurements of this machine exported for training, and the defaults
+    of fine-tuning (from the shipped model, every one of its networks, written where ``optimize`` finds it)."""
+    from .codegen.c_source import CODEGEN_VERSION
+    from .costmodel.data import export_store
+    from .costmodel.model import CostModel
+    from .paths import SHIPPED_MODEL, machine_model
+    from .runner import LocalRunner
+
+    store = store_path(a.store or None)
+    if store is None or not store.exists():
+        raise LoopcostError(f"no store at {store}: nothing was measured on this machine yet")
+    fp, _ = LocalRunner().machine()
+    out = Path(a.out) if a.out else machine_model(fp)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = out.with_suffix(".store.npz")
+    info = export_store(store, data, fingerprint=fp, codegen=CODEGEN_VERSION)
+    init = a.init or str(SHIPPED_MODEL)
+    nets = CostModel.load(init).nets
+    print(f"fine-tuning {init} ({len(nets)} network(s)) on {info['records']} schedules of {info['programs']} "
+          f"programs measured on this machine ({fp})", file=sys.stderr)
+    return argparse.Namespace(**{**vars(a), "data": str(data), "out": str(out), "db": str(store), "init": init,
+                                 "arch": nets[a.init_member].config["arch"],
+                                 "ensemble": a.ensemble or len(nets) - a.init_member})
 
 
 def cmd_ensemble(a: argparse.Namespace) -> int:
@@ -189,7 +222,10 @@ def cmd_optimize(a: argparse.Namespace) -> int:
                                     params=a.param)
     model, path = None, None
     if a.search != "exec":
-        model, path, warning = search_model(a.model)
+        from .paths import machine_model
+        from .runner import LocalRunner
+
+        model, path, warning = search_model(a.model, machine_model(LocalRunner().machine()[0]))
         if warning:
             print(warning, file=sys.stderr)
     cluster = None if a.cluster in (None, "none") else a.cluster
@@ -197,7 +233,8 @@ def cmd_optimize(a: argparse.Namespace) -> int:
                      reuse=not a.remeasure) as runner:
         r = optimize(program, method=a.search, model=model, budget=a.budget, measure=a.measure, top_k=a.top_k,
                      seed=a.seed, runner=runner,
-                     adaptive=AdaptiveOptions(measure_budget=a.measure_budget, batch=a.batch))
+                     adaptive=AdaptiveOptions(measure_budget=a.measure_budget, batch=a.batch, strategy=a.strategy),
+                     on_round=None if a.json else _round_progress(a.measure_budget))
     out = {"kernel": a.kernel, "size": _size(a), "search": a.search, "model": str(path) if path else None,
            **r.to_json(), "cluster": cluster}
     if a.emit_c:
@@ -221,6 +258,15 @@ def cmd_optimize(a: argparse.Namespace) -> int:
         print(format_result(out) + (f"\nwrote       {a.emit_c}" if a.emit_c else ""))
     ok = r.verified and out.get("drop_in_check", {}).get("verified", True)
     return 0 if ok or not a.measure else 1
+
+
+def _round_progress(budget: int):
+    """Prints, on stderr, what an adaptive search has measured after each of its rounds."""
+    def show(measured) -> None:
+        best = max(measured, key=lambda c: c.score)
+        print(f"adaptive    {len(measured)}/{budget} measured, best {best.score:.2f}x: {best.schedule or '(none)'}",
+              file=sys.stderr, flush=True)
+    return show
 
 
 def parser() -> argparse.ArgumentParser:
@@ -282,9 +328,13 @@ def parser() -> argparse.ArgumentParser:
     o = sub.add_parser("optimize", help="search a schedule, measure the best candidates, keep the fastest")
     source_args(o, size="bench")  # a small kernel runs in microseconds: noise decides its speedups
     o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec", "adaptive"],
-                   help="adaptive: beam search rounds, each measuring a --batch and updating the model with it")
+                   help="adaptive: measures a few of the model's best candidates at a time, and updates the "
+                        "model with every measurement (--measure-budget, --strategy)")
     o.add_argument("--measure-budget", type=int, default=48, help="adaptive: schedules measured at most")
-    o.add_argument("--batch", type=int, default=8, help="adaptive: schedules measured a round")
+    o.add_argument("--batch", type=int, default=8, help="adaptive, rounds: schedules measured a round")
+    o.add_argument("--strategy", default="staged", choices=["staged", "rounds"],
+                   help="adaptive: measure the model's best children at each beam stage and keep the measured "
+                        "best (staged, default), or rounds of whole model-guided beam searches")
     o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
     o.add_argument("--model", default=None, help="cost model (default: the shipped one)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,
@@ -359,8 +409,12 @@ def parser() -> argparse.ArgumentParser:
     ss.set_defaults(func=cmd_store_stats)
 
     t = sub.add_parser("train", help="train the cost model on an exported dataset (resumes after interruption)")
-    t.add_argument("--data", required=True, help=".npz written by `loopcost dataset export`")
-    t.add_argument("--out", required=True, help="model file to write (and OUT.ckpt, OUT.card.json)")
+    t.add_argument("--data", default=None, help=".npz written by `loopcost dataset export`")
+    t.add_argument("--store", nargs="?", const="", default=None, metavar="DB",
+                   help="instead of --data: fine-tune on everything this machine measured into its store (default "
+                        "$LOOPCOST_CACHE_DIR/measurements.sqlite), from --init (default: the shipped model), into "
+                        "the model `optimize` then uses on this machine")
+    t.add_argument("--out", default=None, help="model file to write (and OUT.ckpt, OUT.card.json)")
     t.add_argument("--db", default=None, help="the database the data came from (for the model card)")
     t.add_argument("--epochs", type=int, default=30)
     t.add_argument("--batch-size", type=int, default=256)
@@ -368,8 +422,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--loss", default="log_mse", choices=["mape", "log_mse"])
     t.add_argument("--arch", default="lstm", choices=["lstm", "transformer"],
                    help="network: the paper's recursive LSTM, or self-attention among computations")
-    t.add_argument("--ensemble", type=int, default=1, help="train this many networks (seeds SEED, SEED+1, ...) "
-                   "and average them; their spread is an uncertainty estimate")
+    t.add_argument("--ensemble", type=int, default=None, help="train this many networks (seeds SEED, SEED+1, ...) "
+                   "and average them; their spread is an uncertainty estimate (default 1; --store: every "
+                   "network of --init)")
     t.add_argument("--rank-weight", type=float, default=0.0,
                    help="weight of a pairwise ranking loss among schedules of one program (default 0: none)")
     t.add_argument("--init", default=None, metavar="MODEL",

@@ -25,6 +25,12 @@ def measurement_store() -> Path:
     return cache_root() / "measurements.sqlite"
 
 
+def machine_model(fingerprint: str) -> Path:
+    """Where ``loopcost train --store`` keeps the model fine-tuned on one machine's measurements, and where
+    ``optimize`` looks for it first."""
+    return cache_root() / "models" / fingerprint / "model.pt"
+
+
 def store_path(option: str | None) -> Path | None:
     """What ``--store`` names: a database (default: ``measurement_store()``), or None for ``none``."""
     return None if option == "none" else Path(option) if option else measurement_store()

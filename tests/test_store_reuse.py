@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from loopcost.database.store import Store
+from loopcost.ir.state import ProgramState
 from loopcost.runner import Measurement, RecordingRunner, Timing
 from loopcost.runner.recorded import record
 from loopcost.transforms.schedule import Schedule
@@ -192,3 +193,41 @@ def test_run_twice_reuses_the_store_and_store_stats_shows_it(tmp_path):
     assert stats["by_program"][0]["program"] == "gemm" and stats["by_program"][0]["schedules"] == 1
     assert "gemm" in loopcost("store", "stats", "--store", str(db))
 
+
+
+@pytest.mark.slow
+def test_train_store_fine_tunes_on_this_machines_measurements_and_optimize_then_uses_that_model(tmp_path):
+    import random
+
+    from loopcost.generator.schedules import random_schedules
+    from loopcost.kernels import KERNELS
+    from loopcost.runner import LocalRunner
+
+    fp, info = LocalRunner().machine()
+    db, cache = tmp_path / "m.sqlite", tmp_path / "cache"
+    for name in ("gemm", "atax"):
+        program = KERNELS[name].program("small")
+        drawn = random_schedules(program, 40, random.Random(0))
+        ms = [Measurement(str(s), (0.1 / (1 + k % 5),), (0.1,), True, fingerprint=fp, machine=info)
+              for k, (s, _) in enumerate(drawn)]
+        record(db, ProgramState.initial(program), ms, "test")
+        record(db, ProgramState.initial(program), [Measurement("P(i)", (0.1,), (0.1,), True, fingerprint="other",
+                                                               machine={"cpu": "other"})], "test")
+    env = dict(os.environ, LOOPCOST_CACHE_DIR=str(cache))
+
+    def loopcost(*args):
+        return subprocess.run([sys.executable, "-m", "loopcost.cli", *args], capture_output=True, text=True,
+                              env=env, timeout=600)
+
+    r = loopcost("train", "--store", str(db), "--epochs", "1", "--lr", "1e-4")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "on 80 schedules of 2 programs measured on this machine" in r.stderr  # not the other machine's
+    model = cache / "models" / fp / "model.pt"
+    card = json.loads((cache / "models" / fp / "model.pt.card.json").read_text())
+    assert model.exists() and info["cpu"] in {m["cpu"] for m in card["machine"]}
+    assert card["records"]["train"] + card["records"]["val"] == 80 and card["records"]["val"] > 0
+    r = loopcost("optimize", "atax", "--size", "small", "--no-measure", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["model"] == str(model) and "fine-tuned on this machine" in r.stderr
+    r = loopcost("train", "--epochs", "1")
+    assert r.returncode == 2 and "--data" in r.stderr and "--store" in r.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..database.store import Store
+from ..database.store import Store, schedule_hash
 from ..errors import LoopcostError
 from ..features import layout
 from ..features.extract import FeatureLimitError, FeatureTree, featurize
@@ -31,7 +31,7 @@ class Dataset:
     program: np.ndarray          # (N,) program index
     split: np.ndarray            # (N,) index into SPLITS
     schedules: list[str]
-    programs: list[int]          # program ids in the store
+    programs: list               # program ids of a dataset build, or program hashes of a store
 
     def subset(self, split: str) -> Dataset:
         idx = np.nonzero(self.split == SPLITS.index(split))[0]
@@ -43,7 +43,7 @@ class Dataset:
 
 
 def export(db: str, path: str, progress=None) -> dict:
-    """Featurize every verified label of ``db`` into ``path`` (.npz); returns counts."""
+    """Featurize every verified label of ``db`` (a dataset build) into ``path`` (.npz); returns counts."""
     with Store(db) as store:
         rows = list(store.labels())
         programs: dict[int, Program] = {}
@@ -67,6 +67,44 @@ def export(db: str, path: str, progress=None) -> dict:
                 progress(k + 1, len(rows))
     if not trees:
         raise LoopcostError(f"{db} holds no verified measurement to export")
+    _write(path, trees, speedups, prog_ids, splits, texts, list(order))
+    return {"records": len(trees), "programs": len(order), "skipped_over_limits": skipped}
+
+
+def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str, codegen: int) -> dict:
+    """Featurize what the machine ``fingerprint`` measured into its store (``loopcost run`` and ``optimize``
+    keep every measurement there) into ``path`` (.npz): one record per measured schedule, labelled with
+    the median of its measured speedups. A store holds a few programs of the user's own: schedules, not
+    programs, are held out (1 in 10 for validation, by hash), so that a model fine-tuned on it learns
+    these programs on this machine."""
+    with Store(store_path) as store:
+        rows = store.run_labels(fingerprint, codegen)
+        programs: dict[str, Program] = {}
+        trees, speedups, prog_ids, splits, texts = [], [], [], [], []
+        order: dict[str, int] = {}
+        skipped = 0
+        for h, text, sp in rows:
+            if h not in programs:
+                programs[h] = Program.from_json(store.run_program_json(h))
+            try:
+                trees.append(featurize(Schedule.parse(text).apply(programs[h], check=False)))
+            except FeatureLimitError:
+                skipped += 1
+                continue
+            speedups.append(sp)
+            prog_ids.append(order.setdefault(h, len(order)))
+            splits.append(SPLITS.index("val" if int(schedule_hash(h, text)[:8], 16) % 10 == 0 else "train"))
+            texts.append(text)
+    if not trees or SPLITS.index("val") not in splits or SPLITS.index("train") not in splits:
+        raise LoopcostError(f"{store_path} holds {len(trees)} measured schedules of this machine ({fingerprint}); "
+                            "fine-tuning needs more (run `loopcost optimize K --search adaptive` on a few kernels)")
+    _write(path, trees, speedups, prog_ids, splits, texts, list(order))
+    return {"records": len(trees), "programs": len(order), "skipped_over_limits": skipped}
+
+
+def _write(path: str | Path, trees: list[FeatureTree], speedups: list[float], prog_ids: list[int],
+           splits: list[int], texts: list[str], programs: list) -> None:
+    """One ``.npz`` of the training format (see ``load``)."""
     np.savez_compressed(
         path, version=np.array(layout.VERSION),
         comps=np.concatenate([t.comps for t in trees]), comp_counts=np.array([len(t.comps) for t in trees]),
@@ -74,8 +112,7 @@ def export(db: str, path: str, progress=None) -> dict:
         shapes=np.frombuffer(json.dumps([t.shape for t in trees]).encode(), np.uint8),
         speedup=np.array(speedups, np.float64), program=np.array(prog_ids), split=np.array(splits, np.int8),
         schedules=np.frombuffer(json.dumps(texts).encode(), np.uint8),
-        programs=np.frombuffer(json.dumps(list(order)).encode(), np.uint8))
-    return {"records": len(trees), "programs": len(order), "skipped_over_limits": skipped}
+        programs=np.frombuffer(json.dumps(programs).encode(), np.uint8))
 
 
 def _tuplify(x):

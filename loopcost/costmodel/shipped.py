@@ -37,8 +37,12 @@ def machine_warning(model_path: Path, cpu: str | None = None) -> str | None:
             "your own: `loopcost dataset build`, then `loopcost train` (see the README)")
 
 
-def search_model(path: str | Path | None) -> tuple[CostModel, Path, str | None]:
-    """The model at ``path`` (default: the shipped one), its path, and ``machine_warning``'s note."""
+def search_model(path: str | Path | None, machine: Path | None = None) -> tuple[CostModel, Path, str | None]:
+    """The model at ``path``, its path, and ``machine_warning``'s note. By default: the model fine-tuned on
+    this machine's measurements (``loopcost train --store``, at ``machine``) when its card names this CPU,
+    else the shipped one."""
+    if not path and machine is not None and machine.exists() and cpu_model() in card_cpus(machine):
+        return CostModel.load(machine), machine, f"note: using {machine}, fine-tuned on this machine's measurements"
     path = Path(path) if path else SHIPPED_MODEL
     if not path.exists():
         raise LoopcostError(f"no cost model at {path}: train one (`loopcost train`) and pass --model, "

@@ -236,6 +236,22 @@ class Store:
                 out[r.schedule_text] = r
         return out
 
+    def run_labels(self, fingerprint: str, codegen: int) -> list[tuple[str, str, float]]:
+        """(program hash, schedule text, median verified speedup) of every schedule the machine with
+        ``fingerprint`` measured from C of code generator ``codegen``, by program then schedule."""
+        by: dict[tuple[str, str], list[float]] = {}
+        q = ("SELECT r.program, r.schedule, r.speedup FROM runs r JOIN machines m ON m.id = r.machine "
+             "WHERE m.fingerprint = ? AND r.codegen = ? AND r.verified = 1 AND r.speedup > 0 ORDER BY r.id")
+        for h, text, sp in self.db.execute(q, (fingerprint, codegen)):
+            by.setdefault((h, text), []).append(sp)
+        return [(h, text, statistics.median(v)) for (h, text), v in sorted(by.items())]
+
+    def run_program_json(self, program_hash: str) -> dict:
+        row = self.db.execute("SELECT json FROM run_programs WHERE hash = ?", (program_hash,)).fetchone()
+        if row is None:
+            raise LoopcostError(f"no program {program_hash} in {self.path}")
+        return json.loads(row[0])
+
     def run_stats(self) -> dict:
         """What the machine's searches measured: counts in all, by machine, by source, and by program."""
         q = self.db.execute

@@ -1,44 +1,56 @@
-"""Adaptive search: the cost model corrected, round after round, by what the search measures.
+"""Adaptive search: the cost model corrected, batch after batch, by what the search measures.
 
-Each round runs the model-guided beam search with the current model, measures a batch of the best
-candidates not measured yet (the best of distinct cores by prediction, plus the ones the ensemble's
-members disagree on most among the rest: the model's blind spots), and refits the model to every
-measurement so far (``costmodel.update``, always from the offline model). The search stops when the
-measurement budget is spent or when the best-predicted candidates have all been measured.
+Two strategies spend the measurement budget. ``staged`` (the default) walks beam search's stages like an
+execution-based beam search, but at each stage measures only the model's best children of the beam (of
+distinct cores, the stage's share of the budget) and keeps the fastest measured states in the beam.
+``rounds`` runs whole model-guided beam searches, each measuring a batch of its best candidates not
+measured yet (the best of distinct cores by prediction, plus the ones the ensemble's members disagree on
+most: the model's blind spots), until those are all measured. After every batch the model is refitted
+to every measurement so far (``costmodel.update``, always from the offline model).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..costmodel.model import CostModel
 from ..costmodel.update import UpdateConfig, update
-from ..errors import LoopcostError
+from ..errors import LoopcostError, ScheduleError
 from ..features.extract import FeatureLimitError, FeatureTree, featurize
 from ..ir.state import ProgramState
-from ..transforms.space import SpaceOptions
+from ..transforms.schedule import Schedule
+from ..transforms.space import STAGES, Move, SpaceOptions, moves
 from .base import Scored
 from .beam import beam_search
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .ranking import RANKED, diverse_top
 
+#: how an adaptive search spends its measurements: ``staged`` walks beam search's stages, measuring at each
+#: the model's best children and keeping the measured best in the beam; ``rounds`` runs whole model-guided
+#: beam searches and measures the best of each
+STRATEGIES = ("staged", "rounds")
+
 
 @dataclass(frozen=True)
 class AdaptiveOptions:
-    """``measure_budget`` schedules measured at most, ``batch`` a round, of which ``explore`` are chosen
-    by the ensemble's disagreement; the beam search of each round keeps ``beam_size`` states."""
+    """``measure_budget`` schedules measured at most, by ``strategy``; ``rounds``: ``batch`` a round, of which
+    ``explore`` are chosen by the ensemble's disagreement; the beam keeps ``beam_size`` states."""
 
     measure_budget: int = 48
     batch: int = 8
     explore: int = 2
     beam_size: int = 4
+    strategy: str = "staged"
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
         if self.measure_budget < 1 or self.batch < 1 or self.beam_size < 1 or self.explore < 0:
             raise LoopcostError("--measure-budget, --batch and --budget must be at least 1")
+        if self.strategy not in STRATEGIES:
+            raise LoopcostError(f"unknown adaptive strategy {self.strategy!r}; use one of {STRATEGIES}")
 
 
 def _batch(fresh: list[Scored], model: CostModel, n: int, explore: int) -> list[Scored]:
@@ -52,32 +64,99 @@ def _batch(fresh: list[Scored], model: CostModel, n: int, explore: int) -> list[
     return exploit + disputed
 
 
-def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: MeasuringEvaluator, *,
-                    opts: AdaptiveOptions = AdaptiveOptions(), space: SpaceOptions = SpaceOptions(),
-                    keep: int = RANKED) -> list[Scored]:
-    """The measured schedules, fastest first, scored by their measured speedups (0: failed verification).
+@dataclass
+class _Learner:
+    """What an adaptive search has measured, and the model refitted to it after every batch (always from
+    the offline model, so that it cannot drift from what it learned elsewhere)."""
 
-    ``scorer`` holds the offline model and, after each round, the model updated on every measurement
-    so far (the last one stays there); ``measurer`` measures, and keeps, every batch.
-    """
-    offline = scorer.model
-    measured: dict[tuple, Scored] = {}
-    trees: list[FeatureTree] = []
-    speedups: list[float] = []
-    while len(measured) < opts.measure_budget:
-        ranked = beam_search(state, scorer, beam_size=opts.beam_size, opts=space, keep=RANKED)
-        fresh = [c for c in ranked if c.state.key not in measured]
-        if not fresh or all(c.state.key in measured for c in ranked[:opts.batch]):
-            break  # nothing new ranks high: the model agrees with what was measured
-        n = min(opts.batch, opts.measure_budget - len(measured))
-        chosen = _batch(fresh, scorer.model, n, opts.explore)
-        ms = measurer.measure([c.state for c in chosen], [str(c.schedule) for c in chosen])
+    scorer: ModelEvaluator
+    measurer: MeasuringEvaluator
+    cfg: UpdateConfig
+    on_round: Callable[[list[Scored]], None] | None
+    measured: dict[tuple, Scored] = field(default_factory=dict)
+    trees: list[FeatureTree] = field(default_factory=list)
+    speedups: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.offline = self.scorer.model
+
+    def measure(self, chosen: list[Scored]) -> list[Scored]:
+        """Measure ``chosen``, keep the measurements, and update the model; the measured ``Scored``s."""
+        ms = self.measurer.measure([c.state for c in chosen], [str(c.schedule) for c in chosen])
+        out = []
         for c, m in zip(chosen, ms, strict=True):
-            measured[c.state.key] = Scored(m.speedup or 0.0, c.schedule, c.state)
+            out.append(Scored(m.speedup or 0.0, c.schedule, c.state))
+            self.measured[c.state.key] = out[-1]
             try:
-                trees.append(featurize(c.state))
-                speedups.append(m.speedup or 0.0)
+                self.trees.append(featurize(c.state))
+                self.speedups.append(m.speedup or 0.0)
             except FeatureLimitError:  # the model cannot read it: measured, not learned from
                 pass
-        scorer.model = update(offline, trees, speedups, opts.update)
-    return sorted(measured.values(), key=lambda c: -c.score)[:keep]
+        if self.on_round is not None:
+            self.on_round(list(self.measured.values()))
+        self.scorer.model = update(self.offline, self.trees, self.speedups, self.cfg)
+        return out
+
+
+def _rounds(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
+    """Rounds of model-guided beam search, each measuring a batch of its best candidates not measured yet,
+    until the budget is spent or the best-predicted candidates have all been measured."""
+    while len(learner.measured) < opts.measure_budget:
+        ranked = beam_search(state, learner.scorer, beam_size=opts.beam_size, opts=space, keep=RANKED)
+        fresh = [c for c in ranked if c.state.key not in learner.measured]
+        if not fresh or all(c.state.key in learner.measured for c in ranked[:opts.batch]):
+            return  # nothing new ranks high: the model agrees with what was measured
+        n = min(opts.batch, opts.measure_budget - len(learner.measured))
+        learner.measure(_batch(fresh, learner.scorer.model, n, opts.explore))
+
+
+def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
+    """Beam search's stages, each measuring the model's best legal children of the beam (of distinct cores),
+    its share of what is left of the budget; the beam keeps the fastest measured states, as an
+    execution-based beam search does, but measuring only what the (updated) model ranks high."""
+    root = Scored(1.0, Schedule(), state)  # the unscheduled program: 1x by definition, a label for free
+    learner.trees.append(featurize(state))
+    learner.speedups.append(1.0)
+    beam = [root]
+    for k, kind in enumerate(STAGES):
+        left = opts.measure_budget - len(learner.measured)
+        if left <= 0:
+            return
+        quota = max(1, left // (len(STAGES) - k))
+        children: dict[tuple, tuple[Scored, Move, ProgramState]] = {}
+        for parent in beam:
+            for m in moves(parent.state, replace(space, kinds=(kind,))):
+                if m.state.key not in learner.measured and m.state.key not in children and m.state.key != state.key:
+                    children[m.state.key] = (Scored(0.0, parent.schedule + m.step, m.state), m, parent.state)
+        if not children:
+            continue
+        items = list(children.values())
+        scores = learner.scorer.score([c.state for c, _, _ in items])
+        legal: list[Scored] = []
+        for i in np.argsort(-scores, kind="stable"):  # legality checked only for what may be measured
+            c, m, before = items[i]
+            if len(legal) == 4 * quota:
+                break
+            try:
+                if not m.proven:
+                    m.step.checked(before, m.state)
+            except ScheduleError:
+                continue
+            legal.append(replace(c, score=float(scores[i])))
+        if legal:
+            learner.measure(diverse_top(legal, quota))
+        beam = sorted([root, *learner.measured.values()], key=lambda c: -c.score)[:opts.beam_size]
+
+
+def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: MeasuringEvaluator, *,
+                    opts: AdaptiveOptions = AdaptiveOptions(), space: SpaceOptions = SpaceOptions(),
+                    keep: int = RANKED, on_round: Callable[[list[Scored]], None] | None = None) -> list[Scored]:
+    """The measured schedules, fastest first, scored by their measured speedups (0: failed verification).
+
+    ``scorer`` holds the offline model and, after each batch, the model updated on every measurement
+    so far (the last one stays there); ``measurer`` measures, and keeps, every batch. ``on_round`` is
+    called after each batch's measurements with every measured schedule so far, in the order measured.
+    """
+    learner = _Learner(scorer, measurer, opts.update, on_round)
+    (_staged if opts.strategy == "staged" else _rounds)(state, learner, opts, space)
+    return sorted(learner.measured.values(), key=lambda c: -c.score)[:keep]

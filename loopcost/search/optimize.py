@@ -5,6 +5,7 @@ unscheduled program always competes, and its own copy's measurement is the refer
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -94,13 +95,14 @@ def search(state: ProgramState, method: str, evaluator: Evaluator, *, budget: in
 def optimize(program: Program, *, method: str = "beam", model: CostModel | None = None, budget: int = 4,
              measure: bool = True, top_k: int = 5, seed: int = 0, space: SpaceOptions = SpaceOptions(),
              runner: Runner | None = None, evaluator: Evaluator | None = None,
-             adaptive: AdaptiveOptions = AdaptiveOptions()) -> OptimizeResult:
+             adaptive: AdaptiveOptions = AdaptiveOptions(),
+             on_round: Callable[[list[Scored]], None] | None = None) -> OptimizeResult:
     """Find a schedule for ``program`` in ``space``; with ``measure``, the returned one is measured (through
     ``runner``: this machine by default) and verified.
 
     The search scores with ``evaluator`` when given, else with ``model``, or by measuring for ``exec``;
     ``adaptive`` measures batches of the model's best and updates the model with them (``adaptive``
-    options; its beam width is ``budget``).
+    options; its beam width is ``budget``; ``on_round`` sees what it measured after each round).
     """
     state = ProgramState.initial(program)
     runner = runner or LocalRunner()
@@ -113,7 +115,8 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
         evaluator = ModelEvaluator(model)
     t0 = time.perf_counter()
     if method == "adaptive":
-        ranked = adaptive_search(state, evaluator, measurer, opts=replace(adaptive, beam_size=budget), space=space)
+        ranked = adaptive_search(state, evaluator, measurer, opts=replace(adaptive, beam_size=budget), space=space,
+                                 on_round=on_round)
     else:
         ranked = search(state, method, evaluator, budget=budget, seed=seed, space=space)
     elapsed = time.perf_counter() - t0

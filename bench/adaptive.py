@@ -1,0 +1,176 @@
+"""Adaptive search against the model-guided beam and execution-based search, side by side per kernel.
+
+    python bench/adaptive.py [--kernels bench selection c] [--budgets 16 32 64] [--out bench/ADAPTIVE.md]
+
+For each kernel (the 19 library kernels, the 8 of ``bench/selection/``, the C files of ``tests/c`` read
+through the C frontend, all at their benchmark size), it runs:
+
+- ``beam``: the default search (shipped model, beam 4; its diverse top 5 are its picks);
+- ``exec``: execution-based beam search (every candidate measured; its measured top 5 are its picks);
+- ``adaptive``: one adaptive search with the largest budget; ``adaptive-N`` is what it had measured after
+  its first N measurements (rounds of 8 are the same whether the budget is N or more), and its picks are
+  the 5 fastest of those.
+
+Then every column's picks and the unscheduled program are compiled into one harness, measured side by
+side and verified; a column's speedup is the best of its picks there (1.0 when none beats the
+unscheduled program, as ``loopcost optimize`` returns). Each column's measurement count (the final 5
+included) and search wall time are kept. Measures nothing into the machine's store and reuses nothing
+from it: every column measures for itself. Rows are appended to ``OUT.jsonl`` as kernels finish, with
+every raw run time; a rerun skips the kernels it holds. Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from c_files import sizes_of
+from compare_models import SELECTION, kernel_name
+
+from loopcost.codegen.compiler import Toolchain
+from loopcost.costmodel.model import CostModel
+from loopcost.costmodel.shipped import card_cpus
+from loopcost.database.fingerprint import fingerprint, machine_info
+from loopcost.frontend import load_c
+from loopcost.ir.program import Program
+from loopcost.kernels import KERNELS
+from loopcost.kernels.loader import load_program
+from loopcost.paths import SHIPPED_MODEL
+from loopcost.runner import LocalRunner
+from loopcost.search.adaptive import AdaptiveOptions
+from loopcost.search.base import Scored
+from loopcost.search.evaluator import MeasuringEvaluator
+from loopcost.search.optimize import optimize
+from loopcost.transforms.schedule import Schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+TOP_K = 5
+
+
+def programs(groups: list[str]) -> list[tuple[str, str, Program]]:
+    """(group, name, program at benchmark size) of each kernel of ``groups`` (bench, selection, c)."""
+    out = []
+    for g in groups:
+        if g == "bench":
+            out += [(g, n, KERNELS[n].program("bench")) for n in sorted(KERNELS)]
+        elif g == "selection":
+            out += [(g, kernel_name(str(p)), load_program(str(p), "bench")) for p in sorted(SELECTION.glob("*.py"))]
+        elif g == "c":
+            for path in sorted((ROOT / "tests" / "c").glob("*.c")):
+                if path.stem in KERNELS:
+                    defines, params = sizes_of(path, "bench")
+                    out.append((g, f"{path.stem}.c", load_c(path, defines=defines, params=params).program))
+        else:
+            raise SystemExit(f"unknown kernel group {g!r}: use bench, selection or c")
+    return out
+
+
+def bench_kernel(program: Program, model: CostModel, budgets: list[int]) -> dict:
+    """Every column's picks, measurement count and search time; then all picks side by side."""
+    picks: dict[str, list[str]] = {}
+    row: dict = {"measurements": {}, "search_s": {}, "own_harness": {}}
+    for method in ("beam", "exec"):
+        r = optimize(program, method=method, model=model)
+        picks[method] = [s for s, _ in r.measured]
+        row["measurements"][method] = r.measurements
+        row["search_s"][method] = r.search_time_s
+        row["own_harness"][method] = r.measured_speedup
+    rounds: list[tuple[int, float]] = []
+    history: list[tuple[str, float]] = []  # (schedule, measured speedup) in the order measured
+    t0 = time.perf_counter()
+
+    def seen(measured: list[Scored]) -> None:
+        rounds.append((len(measured), time.perf_counter() - t0))
+        history[:] = [(str(c.schedule), c.score) for c in measured]
+
+    r = optimize(program, method="adaptive", model=model, on_round=seen,
+                 adaptive=AdaptiveOptions(measure_budget=max(budgets)))
+    for b in budgets:
+        first = sorted(history[:b], key=lambda x: -x[1])[:TOP_K]
+        name = f"adaptive-{b}"
+        picks[name] = [s for s, _ in first]
+        row["measurements"][name] = min(b, len(history)) + TOP_K
+        row["search_s"][name] = next((t for n, t in rounds if n >= b), rounds[-1][1] if rounds else 0.0)
+    row["own_harness"]["adaptive"] = r.measured_speedup
+    row["adaptive_total_measured"] = len(history)
+    texts = list(dict.fromkeys(["", *(t for ts in picks.values() for t in ts)]))
+    ms = MeasuringEvaluator(LocalRunner(chunk=len(texts))).measure([Schedule.parse(t).apply(program) for t in texts],
+                                                                    texts)
+    base = ms[0].speedup or 0.0  # the unscheduled program's own copy, beside the harness's baseline run
+    sp = {t: (m.speedup or 0.0) / base if base > 0 else 0.0 for t, m in zip(texts, ms, strict=True)}
+    row["speedup"] = {c: max([1.0] + [sp[t] for t in ts]) for c, ts in picks.items()}
+    row["best_schedule"] = {c: max(ts, key=lambda t: sp[t], default="") for c, ts in picks.items()}
+    row["picks"], row["side_by_side"] = picks, sp
+    row["raw_times"] = {"baseline": list(ms[0].reference_times)} | {t: list(m.times)
+                                                                     for t, m in zip(texts, ms, strict=True)}
+    return row
+
+
+def gmean(values: list[float]) -> float:
+    return statistics.geometric_mean(values) if values else float("nan")
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    lines = []
+    for group in dict.fromkeys(r["group"] for r in rows):
+        rs = [r for r in rows if r["group"] == group]
+        lines += [f"\n### {group} ({len(rs)} kernels)\n",
+                  "| kernel | " + " | ".join(columns) + " | measurements (" + " / ".join(columns) + ") |",
+                  "|---|" + "---:|" * len(columns) + "---|"]
+        for r in rs:
+            lines.append(f"| {r['kernel']} | " + " | ".join(f"{r['speedup'][c]:.2f}x" for c in columns)
+                         + " | " + " / ".join(str(r["measurements"][c]) for c in columns) + " |")
+        gm = {c: gmean([r["speedup"][c] for r in rs]) for c in columns}
+        lines.append("| **geometric mean** | " + " | ".join(f"**{gm[c]:.2f}x**" for c in columns) + " | |")
+        lines.append("| ratio to exec | " + " | ".join(f"{100 * gm[c] / gm['exec']:.0f}%" for c in columns) + " | |")
+        wall = {c: statistics.median(r["search_s"][c] for r in rs) for c in columns}
+        lines.append("| median search s | " + " | ".join(f"{wall[c]:.0f}" for c in columns) + " | |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernels", nargs="+", default=["bench", "selection", "c"],
+                    help="groups (bench, selection, c) or kernel names of them")
+    ap.add_argument("--budgets", type=int, nargs="+", default=[16, 32, 64])
+    ap.add_argument("--model", default=str(SHIPPED_MODEL))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "ADAPTIVE.md"))
+    args = ap.parse_args()
+    groups = [g for g in args.kernels if g in ("bench", "selection", "c")] or ["bench", "selection", "c"]
+    names = {k for k in args.kernels if k not in ("bench", "selection", "c")}
+    model = CostModel.load(args.model)
+    info = machine_info(Toolchain().describe())
+    jsonl = Path(args.out).with_suffix(".jsonl")
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
+    done = {(r["group"], r["kernel"]) for r in rows}
+    for group, name, program in programs(groups):
+        if (group, name) in done or (names and name not in names):
+            continue
+        t0 = time.time()
+        row = {"group": group, "kernel": name, **bench_kernel(program, model, sorted(args.budgets)),
+               "wall_s": time.time() - t0, "machine": fingerprint(info)}
+        with jsonl.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        rows.append(row)
+        print(group, name, {c: round(v, 2) for c, v in row["speedup"].items()}, f"{row['wall_s']:.0f} s", flush=True)
+    columns = ["beam", "exec"] + [f"adaptive-{b}" for b in sorted(args.budgets)]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    header = ("# Adaptive search against beam and exec\n\n"
+              f"`python bench/adaptive.py --kernels {' '.join(args.kernels)} "
+              f"--budgets {' '.join(map(str, sorted(args.budgets)))}` ({time.strftime('%Y-%m-%d')}, commit {commit}, "
+              f"{sum(r['wall_s'] for r in rows) / 60:.0f} min in all). Machine: {info['cpu']}, {info['cores']} cores, "
+              f"{info['compiler']} (fingerprint {fingerprint(info)}); model trained on: "
+              f"{', '.join(sorted(card_cpus(Path(args.model)))) or 'unknown'}. Each column's picks measured side "
+              f"by side in one harness per kernel; speedups over the unscheduled program (gcc -O3 -march=native "
+              f"-fopenmp), verified. Raw rows: `{jsonl.name}`.\n")
+    Path(args.out).write_text(header + table(rows, columns))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
