@@ -7,9 +7,11 @@ through the C frontend, all at their benchmark size), it runs:
 
 - ``beam``: the default search (shipped model, beam 4; its diverse top 5 are its picks);
 - ``exec``: execution-based beam search (every candidate measured; its measured top 5 are its picks);
-- ``adaptive``: one adaptive search with the largest budget; ``adaptive-N`` is what it had measured after
-  its first N measurements (rounds of 8 are the same whether the budget is N or more), and its picks are
-  the 5 fastest of those.
+- ``staged-N``: an adaptive search (``--strategy staged``) with budget N, for each of ``--budgets``; its
+  picks are the 5 fastest it measured;
+- ``rounds-N`` (with ``--strategies rounds``): one adaptive search ``--strategy rounds`` with the largest
+  budget, and what it had measured after its first N measurements (rounds of 8 measure the same first N
+  whatever the budget); its picks are the 5 fastest of those.
 
 Then every column's picks and the unscheduled program are compiled into one harness, measured side by
 side and verified; a column's speedup is the best of its picks there (1.0 when none beats the
@@ -69,7 +71,7 @@ def programs(groups: list[str]) -> list[tuple[str, str, Program]]:
     return out
 
 
-def bench_kernel(program: Program, model: CostModel, budgets: list[int]) -> dict:
+def bench_kernel(program: Program, model: CostModel, budgets: list[int], strategies: list[str]) -> dict:
     """Every column's picks, measurement count and search time; then all picks side by side."""
     picks: dict[str, list[str]] = {}
     row: dict = {"measurements": {}, "search_s": {}, "own_harness": {}}
@@ -79,24 +81,15 @@ def bench_kernel(program: Program, model: CostModel, budgets: list[int]) -> dict
         row["measurements"][method] = r.measurements
         row["search_s"][method] = r.search_time_s
         row["own_harness"][method] = r.measured_speedup
-    rounds: list[tuple[int, float]] = []
-    history: list[tuple[str, float]] = []  # (schedule, measured speedup) in the order measured
-    t0 = time.perf_counter()
-
-    def seen(measured: list[Scored]) -> None:
-        rounds.append((len(measured), time.perf_counter() - t0))
-        history[:] = [(str(c.schedule), c.score) for c in measured]
-
-    r = optimize(program, method="adaptive", model=model, on_round=seen,
-                 adaptive=AdaptiveOptions(measure_budget=max(budgets)))
-    for b in budgets:
-        first = sorted(history[:b], key=lambda x: -x[1])[:TOP_K]
-        name = f"adaptive-{b}"
-        picks[name] = [s for s, _ in first]
-        row["measurements"][name] = min(b, len(history)) + TOP_K
-        row["search_s"][name] = next((t for n, t in rounds if n >= b), rounds[-1][1] if rounds else 0.0)
-    row["own_harness"]["adaptive"] = r.measured_speedup
-    row["adaptive_total_measured"] = len(history)
+    for strategy in strategies:  # a staged search spreads its budget over the stages: one search per budget
+        for run in ([max(budgets)] if strategy == "rounds" else budgets):
+            history, rounds, r = adaptive_history(program, model, run, strategy)
+            for b in [b for b in budgets if b <= run and (strategy == "rounds" or b == run)]:
+                name = f"{strategy}-{b}"
+                picks[name] = [s for s, _ in sorted(history[:b], key=lambda x: -x[1])[:TOP_K]]
+                row["measurements"][name] = min(b, len(history)) + TOP_K
+                row["search_s"][name] = next((t for n, t in rounds if n >= b), rounds[-1][1] if rounds else 0.0)
+                row["own_harness"][name] = r.measured_speedup
     texts = list(dict.fromkeys(["", *(t for ts in picks.values() for t in ts)]))
     ms = MeasuringEvaluator(LocalRunner(chunk=len(texts))).measure([Schedule.parse(t).apply(program) for t in texts],
                                                                     texts)
@@ -108,6 +101,22 @@ def bench_kernel(program: Program, model: CostModel, budgets: list[int]) -> dict
     row["raw_times"] = {"baseline": list(ms[0].reference_times)} | {t: list(m.times)
                                                                      for t, m in zip(texts, ms, strict=True)}
     return row
+
+
+def adaptive_history(program: Program, model: CostModel, budget: int, strategy: str):
+    """(schedule, measured speedup) in the order an adaptive search measured them, (count, seconds) after
+    each of its batches, and its result."""
+    rounds: list[tuple[int, float]] = []
+    history: list[tuple[str, float]] = []
+    t0 = time.perf_counter()
+
+    def seen(measured: list[Scored]) -> None:
+        rounds.append((len(measured), time.perf_counter() - t0))
+        history[:] = [(str(c.schedule), c.score) for c in measured]
+
+    r = optimize(program, method="adaptive", model=model, on_round=seen,
+                 adaptive=AdaptiveOptions(measure_budget=budget, strategy=strategy))
+    return history, rounds, r
 
 
 def gmean(values: list[float]) -> float:
@@ -137,6 +146,7 @@ def main() -> None:
     ap.add_argument("--kernels", nargs="+", default=["bench", "selection", "c"],
                     help="groups (bench, selection, c) or kernel names of them")
     ap.add_argument("--budgets", type=int, nargs="+", default=[16, 32, 64])
+    ap.add_argument("--strategies", nargs="+", default=["staged"], choices=["staged", "rounds"])
     ap.add_argument("--model", default=str(SHIPPED_MODEL))
     ap.add_argument("--out", default=str(ROOT / "bench" / "ADAPTIVE.md"))
     args = ap.parse_args()
@@ -151,18 +161,19 @@ def main() -> None:
         if (group, name) in done or (names and name not in names):
             continue
         t0 = time.time()
-        row = {"group": group, "kernel": name, **bench_kernel(program, model, sorted(args.budgets)),
+        row = {"group": group, "kernel": name, **bench_kernel(program, model, sorted(args.budgets), args.strategies),
                "wall_s": time.time() - t0, "machine": fingerprint(info)}
         with jsonl.open("a") as f:
             f.write(json.dumps(row) + "\n")
         rows.append(row)
         print(group, name, {c: round(v, 2) for c, v in row["speedup"].items()}, f"{row['wall_s']:.0f} s", flush=True)
-    columns = ["beam", "exec"] + [f"adaptive-{b}" for b in sorted(args.budgets)]
+    columns = ["beam", "exec"] + [f"{st}-{b}" for st in args.strategies for b in sorted(args.budgets)]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     header = ("# Adaptive search against beam and exec\n\n"
               f"`python bench/adaptive.py --kernels {' '.join(args.kernels)} "
-              f"--budgets {' '.join(map(str, sorted(args.budgets)))}` ({time.strftime('%Y-%m-%d')}, commit {commit}, "
+              f"--budgets {' '.join(map(str, sorted(args.budgets)))} --strategies {' '.join(args.strategies)}` "
+              f"({time.strftime('%Y-%m-%d')}, commit {commit}, "
               f"{sum(r['wall_s'] for r in rows) / 60:.0f} min in all). Machine: {info['cpu']}, {info['cores']} cores, "
               f"{info['compiler']} (fingerprint {fingerprint(info)}); model trained on: "
               f"{', '.join(sorted(card_cpus(Path(args.model)))) or 'unknown'}. Each column's picks measured side "

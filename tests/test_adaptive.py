@@ -38,13 +38,18 @@ def test_an_update_fits_the_measurements_and_leaves_the_offline_model_alone():
     measured = np.array([1.0, 3.0, 0.5, 1.5, 1.1])
     offline = small_model()
     before = offline.predict_trees(trees)
-    new = update(offline, trees, measured, UpdateConfig(steps=60, lr=3e-3))
+    new = update(offline, trees, measured, UpdateConfig(ridge=0.05))
     after = new.predict_trees(trees)
     assert np.allclose(offline.predict_trees(trees), before)  # a copy was fitted, not the model
     err = lambda pred: float(np.mean((np.log(pred) - np.log(measured)) ** 2))  # noqa: E731
     assert err(after) < 0.25 * err(before)
     assert np.argmax(after) == 1 and np.argmin(after) == 2
     assert new.card["updated_on"] == 5
+    # a residual that trusts no single measurement is the offline model shifted by the mean residual
+    # (this machine's scale): the offline ranking stands wherever nothing was measured
+    shift = np.mean(np.log(measured) - np.log(before))
+    smooth = update(offline, trees, measured, UpdateConfig(ridge=1e9)).predict_trees(trees)
+    assert np.allclose(np.log(smooth), np.log(before) + shift, atol=1e-6)
     # failed schedules (speedup 0) are left out; with fewer than two measurements nothing changes
     assert update(offline, trees[:2], [0.0, 2.0]) is offline
 

@@ -50,6 +50,25 @@ class CostModel:
             out.append(torch.stack([net(b) for net in self.nets]).numpy())
         return np.concatenate(out, axis=1) if out else np.zeros((len(self.nets), 0))
 
+    @torch.no_grad()
+    def head_inputs(self, trees: list[FeatureTree], batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
+        """(members, N) predicted log-speedups and (members, N, E) what each member's regression head reads:
+        the network's embedding of each scheduled program."""
+        logs, embs, seen = [], [], []
+        hooks = [net.head.register_forward_pre_hook(lambda _m, args: seen.append(args[0])) for net in self.nets]
+        try:
+            for k in range(0, len(trees), batch_size):
+                b = collate(trees[k:k + batch_size])
+                seen.clear()
+                logs.append(torch.stack([net(b) for net in self.nets]).numpy())
+                embs.append(torch.stack(seen).numpy())
+        finally:
+            for h in hooks:
+                h.remove()
+        if not logs:
+            return np.zeros((len(self.nets), 0)), np.zeros((len(self.nets), 0, 0))
+        return np.concatenate(logs, axis=1), np.concatenate(embs, axis=1)
+
     def predict_trees(self, trees: list[FeatureTree], batch_size: int = 512) -> np.ndarray:
         return np.exp(self._log_predictions(trees, batch_size).mean(0))
 

@@ -112,17 +112,22 @@ def _rounds(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
 
 def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
     """Beam search's stages, each measuring the model's best legal children of the beam (of distinct cores),
-    its share of what is left of the budget; the beam keeps the fastest measured states, as an
-    execution-based beam search does, but measuring only what the (updated) model ranks high."""
+    its share of what is left of the budget (at most twice an even share: a stage with no children leaves
+    its share to the next ones); the beam keeps the fastest measured states, as an execution-based beam
+    search does, but measuring only what the (updated) model ranks high. What is left after the last
+    stage is spent in ``_rounds``."""
     root = Scored(1.0, Schedule(), state)  # the unscheduled program: 1x by definition, a label for free
-    learner.trees.append(featurize(state))
-    learner.speedups.append(1.0)
+    try:
+        learner.trees.append(featurize(state))
+        learner.speedups.append(1.0)
+    except FeatureLimitError:
+        pass
     beam = [root]
     for k, kind in enumerate(STAGES):
         left = opts.measure_budget - len(learner.measured)
         if left <= 0:
             return
-        quota = max(1, left // (len(STAGES) - k))
+        quota = min(max(1, left // (len(STAGES) - k)), 2 * -(-opts.measure_budget // len(STAGES)))
         children: dict[tuple, tuple[Scored, Move, ProgramState]] = {}
         for parent in beam:
             for m in moves(parent.state, replace(space, kinds=(kind,))):
@@ -146,6 +151,7 @@ def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
         if legal:
             learner.measure(diverse_top(legal, quota))
         beam = sorted([root, *learner.measured.values()], key=lambda c: -c.score)[:opts.beam_size]
+    _rounds(state, learner, opts, space)
 
 
 def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: MeasuringEvaluator, *,
