@@ -59,8 +59,7 @@ def main() -> None:
             except FeatureLimitError:
                 pass
         def feat(states=states):
-            extract._levels.cache_clear()  # new schedules: only the levels they share hit the cache
-            extract._level.cache_clear()
+            extract.clear_caches()  # new schedules: only the levels and computations they share hit the caches
             for st in states:
                 try:
                     featurize(st)

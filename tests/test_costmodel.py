@@ -97,9 +97,11 @@ def trees():
 
 def test_collate_lays_out_computations_with_their_shared_loops():
     p = KERNELS["gemm"].program("small")  # S0 in (i, j), S1 in (i, j, k)
-    b = collate([featurize(Schedule.parse(s).apply(p)) for s in ("", "F(S0,S1,1)")])
+    ts = [featurize(Schedule.parse(s).apply(p)) for s in ("", "F(S0,S1,1)")]
+    b = collate(ts)
     assert b.shared.tolist() == [[[2, 2], [2, 3]], [[2, 1], [1, 3]]]  # distributed at depth 1: share only i
-    assert b.comp_slots.tolist() == [[0, 1], [2, 3]] and b.comp_mask.all()
+    assert np.array_equal(b.comps[b.comp_slots].numpy(), np.stack([t.comps for t in ts])) and b.comp_mask.all()
+    assert len(b.comps) == 2  # fusing changes the tree, not the computation vectors: each is embedded once
     b = collate([featurize(ProgramState.initial(KERNELS[n].program("small"))) for n in ("2mm", "gemm")])
     assert b.comp_mask.tolist() == [[True] * 4, [True, True, False, False]]
     assert b.shared[0, 1, 2] == 0 and b.shared[0, 2, 3] == 2  # 2mm's two products share no loop

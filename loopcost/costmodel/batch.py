@@ -1,9 +1,11 @@
 """Batching feature trees of any shapes: nodes are processed depth by depth.
 
-A batch concatenates the computation and loop vectors of many trees and adds
-one root node per tree. For each depth (deepest first) it lists the nodes at
-that depth with the indices of their computations and of their child nodes,
-padded, so the network runs two LSTM calls per depth for the whole batch.
+A batch concatenates the loop vectors of many trees and adds one root node
+per tree. It keeps each distinct computation vector once (the candidates of
+one program share most of theirs), so that the network embeds each once. For
+each depth (deepest first) it lists the nodes at that depth with the indices
+of their computations and of their child nodes, padded, so the network runs
+two LSTM calls per depth for the whole batch.
 It also lays each tree's computations out in slots, with the number of loops
 every two of them share, for networks that attend over computations.
 
@@ -35,7 +37,7 @@ class Level:
 
 @dataclass
 class Batch:
-    comps: torch.Tensor        # (Nc, comp features)
+    comps: torch.Tensor        # (Nc, comp features) the distinct computation vectors
     loops: torch.Tensor        # (Nn, loop features); roots have zeros
     levels: list[Level]        # deepest first
     roots: torch.Tensor        # (B,) node id of each tree's root
@@ -112,6 +114,14 @@ def _stack(parts: list[np.ndarray]) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
+def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``x`` (by their bytes, in order of first appearance) and, per row of ``x``,
+    the index of its distinct row."""
+    seen: dict[bytes, int] = {}
+    index = np.fromiter((seen.setdefault(row.tobytes(), len(seen)) for row in x), np.int64, len(x))
+    return x[np.unique(index, return_index=True)[1]], index
+
+
 def collate(trees: list[FeatureTree]) -> Batch:
     """One batch of trees: their vectors concatenated and their nodes listed depth by depth."""
     templates = [_template(t.shape, len(t.comps)) for t in trees]
@@ -136,8 +146,10 @@ def collate(trees: list[FeatureTree]) -> Batch:
             at[3].append((hi[None] + nodes[:, None, None]).reshape(-1, hi.shape[1]))
             at[4].append(np.tile(hl, len(rows)))
         shared[rows, :tp.n_comps, :tp.n_comps] = tp.shared
-    levels = [Level(torch.from_numpy(np.concatenate(a[0])), _stack(a[1]), torch.from_numpy(np.concatenate(a[2])),
-                    _stack(a[3]), torch.from_numpy(np.concatenate(a[4]))) for a in per_depth]
+    comps, index = _distinct_rows(np.concatenate([t.comps for t in trees]))
+    levels = [Level(torch.from_numpy(np.concatenate(a[0])), _stack([index[c] for c in a[1]]),
+                    torch.from_numpy(np.concatenate(a[2])), _stack(a[3]), torch.from_numpy(np.concatenate(a[4])))
+              for a in per_depth]
     slots = np.arange(width)[None, :] + comp_off[:-1, None]
     mask = np.arange(width)[None, :] < np.array([tp.n_comps for tp in templates])[:, None]
     loop_size = trees[0].loops.shape[1]
@@ -145,6 +157,6 @@ def collate(trees: list[FeatureTree]) -> Batch:
     loop_rows = np.ones(int(node_off[-1]), bool)
     loop_rows[node_off[:-1]] = False  # roots keep zeros
     loops[loop_rows] = np.concatenate([t.loops for t in trees])
-    return Batch(torch.from_numpy(np.concatenate([t.comps for t in trees])), torch.from_numpy(loops), levels,
-                 torch.from_numpy(node_off[:-1].astype(np.int64)), torch.from_numpy(np.where(mask, slots, 0)),
+    return Batch(torch.from_numpy(comps), torch.from_numpy(loops), levels,
+                 torch.from_numpy(node_off[:-1].astype(np.int64)), torch.from_numpy(index[np.where(mask, slots, 0)]),
                  torch.from_numpy(mask), torch.from_numpy(shared))

@@ -1,15 +1,20 @@
 """Featurize a scheduled program: computation vectors, loop vectors and the loop tree.
 
-The program part (accesses, operations) is computed once per program and
-cached; a schedule adds only its level blocks and tree, so featurizing many
-schedules of one program is cheap. Both read the same ``ProgramState`` that
-code generation reads.
+The program part (accesses, operations) is computed once per program object.
+A schedule adds its level blocks and tree: each loop level is read once
+(from its text where the domain is a box, see ``quasi``, else with isl) and
+each computation's vector once per distinct schedule of that computation, so
+the candidates of a search, which share most levels and computations, cost
+little more than their loop tags and tree. Both read the same
+``ProgramState`` that code generation reads.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import operator
+import weakref
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -19,13 +24,15 @@ import numpy as np
 from ..errors import LoopcostError
 from ..ir.expr import BinOp, Call, Const, reads, walk
 from ..ir.polyhedral import domain_str
-from ..ir.program import Program
-from ..ir.state import CompSchedule, ProgramState
+from ..ir.program import Computation, Loop, Program
+from ..ir.state import LoopTag, ProgramState
 from . import layout as L
+from . import quasi
 
 _LF = {f: k for k, f in enumerate(L.LEVEL_FIELDS)}
 _AF = {f: k for k, f in enumerate(L.ACCESS_FIELDS)}
 _CF = {f: k for k, f in enumerate(L.COMP_FIELDS)}
+_BETAS = operator.attrgetter("betas")
 
 
 class FeatureLimitError(LoopcostError):
@@ -158,65 +165,166 @@ def _level(domain: str, expr: str, n_iters: int) -> tuple[float, tuple[float, ..
     return _levels(domain, f"{head} -> [{expr}] }}", n_iters)[0]
 
 
-def _level_block(state: ProgramState, name: str, extent: float, coef: tuple[float, ...]) -> np.ndarray:
-    row = np.zeros(L.LEVEL_SIZE, np.float32)
-    row[_LF["present"]] = 1
-    row[_LF["log2_extent"]] = _log2(extent)
-    for t in state.tags:
-        if t.loop != name:
-            continue
-        if t.kind == "parallel":
-            row[_LF["parallel"]] = 1
-        elif t.kind == "vector":
-            row[_LF["vector"]], row[_LF["log2_vector_width"]] = 1, _log2(t.factor)
-        elif t.kind == "unroll":
-            row[_LF["unroll"]], row[_LF["log2_unroll_factor"]] = 1, _log2(t.factor)
-        elif t.kind == "tile":
-            row[_LF["tile_loop"]], row[_LF["log2_tile_size"]] = 1, _log2(t.factor)
-        elif t.kind == "tiled":
-            row[_LF["tiled"]], row[_LF["log2_tiled_size"]] = 1, _log2(t.factor)
-        elif t.kind == "interchanged":
-            row[_LF["interchanged"]] = 1
-        elif t.kind == "skewed":
-            row[_LF["skewed"]], row[_LF["skew_factor"]] = 1, t.factor
-        elif t.kind == "reversed":
-            row[_LF["reversed"]] = 1
-    row[len(L.LEVEL_FIELDS):len(L.LEVEL_FIELDS) + len(coef)] = coef
-    return row
+@dataclass(frozen=True, eq=False)
+class _Comp:
+    """One computation of one program object, as its levels are read: its domain (isl text and, for a box,
+    each iterator's inclusive bounds), its iterators' positions and its program part."""
+
+    program: str
+    name: str
+    domain: str
+    index: dict[str, int]
+    box: tuple[tuple[int, int], ...] | None
+    acc: np.ndarray
+    fields: np.ndarray
+    address: np.ndarray
 
 
-def _comp_levels(state: ProgramState, cs: CompSchedule,
-                 n_iters: int) -> tuple[list[tuple[str, np.ndarray]], np.ndarray | None]:
-    """The level blocks of a computation's real loops, and the innermost loop's step as a direction in
-    its original iterators (None when the schedule does not determine one)."""
-    loops = state.program.enclosing_loops(cs.comp)
-    domain = domain_str(state.program.computation(cs.comp), loops)
-    if cs.levels:
-        levels = tuple(_level(domain, e, n_iters) if name is not None else (0.0, ())
-                       for name, e in zip(cs.loops, cs.levels, strict=True))
+def _box(c: Computation, loops: tuple[Loop, ...]) -> tuple[tuple[int, int], ...] | None:
+    """Each loop's inclusive bounds when the domain is a non-empty box (constant bounds, no guards)."""
+    if c.guards or any(lp.lower.terms or lp.upper.terms or lp.lower.const >= lp.upper.const for lp in loops):
+        return None
+    return tuple((lp.lower.const, lp.upper.const - 1) for lp in loops)
+
+
+#: per live program object (by id, so that a program is not hashed per schedule): its computations
+_PROGRAMS: dict[int, tuple[weakref.ref, dict[str, _Comp]]] = {}
+
+
+def _comps_of(p: Program) -> dict[str, _Comp]:
+    """The ``_Comp`` of each computation of ``p``, computed once per program object."""
+    hit = _PROGRAMS.get(id(p))
+    if hit is not None and hit[0]() is p:
+        return hit[1]
+    part = program_part(p)
+    out = {}
+    for c, loops in p.walk_computations():
+        acc, fields, _, address = part[c.name]
+        out[c.name] = _Comp(p.name, c.name, domain_str(c, loops), {lp.name: k for k, lp in enumerate(loops)},
+                            _box(c, loops), acc, fields, address)
+    key = id(p)
+    _PROGRAMS[key] = (weakref.ref(p, lambda _: _PROGRAMS.pop(key, None)), out)
+    return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _level_without_isl(comp: _Comp, expr: str) -> tuple[float, tuple[float, ...]] | None:
+    """``_level`` read from the text alone (see ``quasi``), or None where only isl can tell."""
+    return None if comp.box is None else _level_of_text(comp, quasi.unwrap(expr))
+
+
+@functools.lru_cache(maxsize=65536)
+def _level_of_text(comp: _Comp, expr: str) -> tuple[float, tuple[float, ...]] | None:
+    """``_level_without_isl`` of a text without redundant parentheses (shared by more schedules)."""
+    q = quasi.parse(expr, comp.index)
+    if q is None:
+        return None
+    extent, coef = quasi.extent(q, comp.box), quasi.coefficients(q)
+    return None if extent is None or coef is None else (extent, coef)
+
+
+def _read_level(comp: _Comp, expr: str) -> tuple[float, tuple[float, ...]]:
+    return _level_without_isl(comp, expr) or _level(comp.domain, expr, len(comp.index))
+
+
+@dataclass(frozen=True)
+class _Scheduled:
+    """A computation's vector under one schedule, before loop tags, and its real loop levels."""
+
+    vec: np.ndarray             # (COMP_SIZE,), read-only: shared by every tree that has this schedule
+    real: tuple[int, ...]       # indices of the real levels among the schedule's levels
+    names: tuple[str, ...]      # their loop names
+
+
+@functools.lru_cache(maxsize=16384)
+def _scheduled(comp: _Comp, loops: tuple[str | None, ...], levels: tuple[str, ...], loop_map: str) -> _Scheduled:
+    """``comp`` under the schedule that names its loops ``loops`` and gives its ``levels`` (else the
+    whole ``loop_map``)."""
+    if levels:
+        read = tuple(_read_level(comp, e) if name is not None else (0.0, ())
+                     for name, e in zip(loops, levels, strict=True))
     else:
-        levels = _levels(domain, cs.loop_map, n_iters)
-    real = [(name, ext, coef) for name, (ext, coef) in zip(cs.loops, levels, strict=True) if name is not None]
-    out = [(name, _level_block(state, name, ext, coef)) for name, ext, coef in real]
-    if len(out) > L.MAX_DEPTH:
-        raise FeatureLimitError(f"{state.program.name}: computation {cs.comp} has {len(out)} loop levels after "
+        read = _levels(comp.domain, loop_map, len(comp.index))
+    real = tuple(k for k, name in enumerate(loops) if name is not None)
+    if len(real) > L.MAX_DEPTH:
+        raise FeatureLimitError(f"{comp.program}: computation {comp.name} has {len(real)} loop levels after "
                                 f"scheduling; the features allow {L.MAX_DEPTH}")
-    return out, _inner_step([coef for _, _, coef in real], n_iters)
+    return _Scheduled(_vector(comp, tuple(read[k] for k in real)), real, tuple(loops[k] for k in real))
+
+
+@functools.lru_cache(maxsize=16384)
+def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) -> np.ndarray:
+    """The vector of ``comp`` whose real loop levels have these (extent, coefficients), without loop tags:
+    its level blocks, its access blocks with their inner strides, its fields."""
+    vec = np.zeros(L.COMP_SIZE, np.float32)
+    for d, (extent, coef) in enumerate(levels):
+        at = d * L.LEVEL_SIZE
+        vec[at + _LF["present"]] = 1
+        vec[at + _LF["log2_extent"]] = _log2(extent)
+        vec[at + len(L.LEVEL_FIELDS):at + len(L.LEVEL_FIELDS) + len(coef)] = coef
+    acc = _with_strides(comp.acc, comp.address, _inner_step([coef for _, coef in levels], len(comp.index)))
+    start = L.MAX_DEPTH * L.LEVEL_SIZE
+    vec[start:start + acc.size] = acc.ravel()
+    vec[-len(L.COMP_FIELDS):] = comp.fields
+    vec[len(vec) - len(L.COMP_FIELDS) + _CF["n_levels"]] = len(levels)
+    vec.flags.writeable = False
+    return vec
+
+
+#: per tag kind: the level field it sets to 1, and the field that takes its factor (the skew factor as it is,
+#: the others' log2)
+_TAG_FIELDS: dict[str, tuple[str, str | None]] = {
+    "parallel": ("parallel", None), "vector": ("vector", "log2_vector_width"),
+    "unroll": ("unroll", "log2_unroll_factor"), "tile": ("tile_loop", "log2_tile_size"),
+    "tiled": ("tiled", "log2_tiled_size"), "interchanged": ("interchanged", None),
+    "skewed": ("skewed", "skew_factor"), "reversed": ("reversed", None),
+}
+
+
+def _tag_fields(tags: tuple[LoopTag, ...]) -> dict[str, list[tuple[int, float]]]:
+    """Per tagged loop name: the (level field, value) pairs its tags set, in tag order."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for t in tags:
+        flag, field = _TAG_FIELDS[t.kind]
+        entries = out.setdefault(t.loop, [])
+        entries.append((_LF[flag], 1.0))
+        if field is not None:
+            entries.append((_LF[field], float(t.factor) if field == "skew_factor" else _log2(t.factor)))
+    return out
+
+
+def _tagged(s: _Scheduled, tags: dict[str, list[tuple[int, float]]]) -> np.ndarray:
+    """The computation's vector with its loops' tags set."""
+    if not any(name in tags for name in s.names):
+        return s.vec
+    vec = s.vec.copy()
+    for d, name in enumerate(s.names):
+        for field, value in tags.get(name, ()):
+            vec[d * L.LEVEL_SIZE + field] = value
+    return vec
 
 
 def _inner_step(coefs: list[tuple[float, ...]], n_iters: int) -> np.ndarray | None:
     """Solve for the direction ``d`` in iterator space along which the innermost loop steps: every outer
     point loop stays put, the innermost advances by one. Tile loops (fractional coefficients) are constant
     within a tile and left out; so are loops of constant value."""
-    rows = [c for c in coefs if any(c) and all(float(x).is_integer() for x in c)]
+    rows = tuple(c for c in coefs if any(c) and all(float(x).is_integer() for x in c))
     if n_iters == 0 or len(rows) != n_iters or rows[-1] != coefs[-1]:
         return None
+    return _unit_step(rows)
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_step(rows: tuple[tuple[float, ...], ...]) -> np.ndarray | None:
+    """``d`` with ``rows @ d`` zero but for a last 1 (read-only), or None when the rows are singular."""
     m = np.array(rows, float)
     if abs(np.linalg.det(m)) < 0.5:
         return None
-    rhs = np.zeros(n_iters)
+    rhs = np.zeros(len(rows))
     rhs[-1] = 1.0
-    return np.linalg.solve(m, rhs)
+    step = np.linalg.solve(m, rhs)
+    step.flags.writeable = False
+    return step
 
 
 _STRIDE = len(L.ACCESS_FIELDS) - 4  # where the inner_stride fields start in an access block
@@ -237,53 +345,55 @@ def _with_strides(acc: np.ndarray, address: np.ndarray, step: np.ndarray | None)
     return acc
 
 
-def featurize(state: ProgramState) -> FeatureTree:
-    """The feature tree of a scheduled program."""
-    part = program_part(state.program)
-    order = sorted(state.comps, key=lambda cs: cs.betas)
-    comp_vecs, loop_vecs = [], []
-    paths = []
-    for cs in order:
-        acc, fields, n_iters, address = part[cs.comp]
-        levels, step = _comp_levels(state, cs, n_iters)
-        acc = _with_strides(acc, address, step)
-        vec = np.zeros(L.COMP_SIZE, np.float32)
-        for d, (_, block) in enumerate(levels):
-            vec[d * L.LEVEL_SIZE:(d + 1) * L.LEVEL_SIZE] = block
-        vec[L.MAX_DEPTH * L.LEVEL_SIZE:L.MAX_DEPTH * L.LEVEL_SIZE + acc.size] = acc.ravel()
-        fields = fields.copy()
-        fields[_CF["n_levels"]] = len(levels)
-        vec[-len(L.COMP_FIELDS):] = fields
-        comp_vecs.append(vec)
-        real = [k for k, n in enumerate(cs.loops) if n is not None]
-        paths.append(([(cs.betas[k], cs.loops[k]) for k in real], [b for _, b in levels]))
+@functools.lru_cache(maxsize=4096)
+def _tree(paths: tuple[tuple[tuple[int, str], ...], ...]) -> tuple[tuple[int, ...], tuple,
+                                                                   tuple[np.ndarray, np.ndarray]]:
+    """The loop tree of computations whose real levels are ``paths`` ((beta, loop name) per level,
+    outermost first): the computations in traversal order (numbered so that trees of one key index
+    alike), the tree's shape, and where each loop's vector is (its first computation's position in
+    that order, its depth)."""
+    order: list[int] = []
+    loops: list[tuple[int, int]] = []
 
     def build(members: list[int], depth: int) -> tuple[tuple[int, ...], tuple]:
-        here, children, groups = [], [], {}
+        groups: dict[tuple[int, str], list[int]] = {}
+        here = []
         for c in members:
-            keys, _ = paths[c]
-            if len(keys) == depth:
-                here.append(c)
+            if len(paths[c]) == depth:
+                here.append(len(order))
+                order.append(c)
             else:
-                groups.setdefault(keys[depth], []).append(c)
-        for _key, group in groups.items():
-            loop_vecs.append(paths[group[0]][1][depth])
-            idx = len(loop_vecs) - 1
-            sub_here, sub_children = build(group, depth + 1)
-            children.append((idx, sub_here, sub_children))
+                groups.setdefault(paths[c][depth], []).append(c)
+        children = []
+        for group in groups.values():
+            loops.append((group[0], depth))
+            idx = len(loops) - 1
+            children.append((idx, *build(group, depth + 1)))
         return tuple(here), tuple(children)
 
-    top_here, top = build(list(range(len(order))), 0)
+    top_here, top = build(list(range(len(paths))), 0)
     shape = tuple((-1, (c,), ()) for c in top_here) + top  # computations outside any loop
-    # number computations in traversal order, so that trees of one key index alike
-    new_index: dict[int, int] = {}
+    at = {c: k for k, c in enumerate(order)}
+    return tuple(order), shape, (np.array([at[c] for c, _ in loops], np.intp), np.array([d for _, d in loops], np.intp))
 
-    def renumber(node):
-        loop, here, children = node
-        here = tuple(new_index.setdefault(c, len(new_index)) for c in here)
-        return (loop, here, tuple(renumber(ch) for ch in children))
 
-    shape = tuple(renumber(n) for n in shape)
-    comps = np.stack([comp_vecs[old] for old, _ in sorted(new_index.items(), key=lambda kv: kv[1])])
-    loops = np.stack(loop_vecs) if loop_vecs else np.zeros((0, L.LOOP_SIZE), np.float32)
-    return FeatureTree(comps, loops, shape)
+def featurize(state: ProgramState) -> FeatureTree:
+    """The feature tree of a scheduled program."""
+    comps = _comps_of(state.program)
+    tags = _tag_fields(state.tags)
+    vecs, paths = [], []
+    for cs in sorted(state.comps, key=_BETAS):
+        s = _scheduled(comps[cs.comp], cs.loops, cs.levels, "" if cs.levels else cs.loop_map)
+        vecs.append(_tagged(s, tags) if tags else s.vec)
+        paths.append(tuple((cs.betas[k], cs.loops[k]) for k in s.real))
+    order, shape, loops = _tree(tuple(paths))
+    stacked = np.stack([vecs[c] for c in order])
+    levels = stacked[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(len(order), L.MAX_DEPTH, L.LEVEL_SIZE)
+    return FeatureTree(stacked, levels[loops], shape)
+
+
+def clear_caches() -> None:
+    """Forget what was read of schedules (the programs' own parts stay): for timing new schedules."""
+    for cache in (_levels, _level, _level_without_isl, _level_of_text, _scheduled, _vector, _unit_step,
+                  _tree):
+        cache.cache_clear()
