@@ -7,11 +7,11 @@ through the C frontend, all at their benchmark size), it runs:
 
 - ``beam``: the default search (shipped model, beam 4; its diverse top 5 are its picks);
 - ``exec``: execution-based beam search (every candidate measured; its measured top 5 are its picks);
-- ``staged-N``: an adaptive search (``--strategy staged``) with budget N, for each of ``--budgets``; its
-  picks are the 5 fastest it measured;
-- ``rounds-N`` (with ``--strategies rounds``): one adaptive search ``--strategy rounds`` with the largest
-  budget, and what it had measured after its first N measurements (rounds of 8 measure the same first N
-  whatever the budget); its picks are the 5 fastest of those.
+- ``rounds-N``: one adaptive search (``--strategy rounds``, the default) with the largest budget, and what
+  it had measured after its first N measurements (rounds of 8 measure the same first N whatever the
+  budget); its picks are the 5 fastest of those;
+- ``staged-N`` (with ``--strategies staged``): an adaptive search ``--strategy staged`` with budget N, for
+  each of ``--budgets`` (it spreads its budget over the stages); its picks are the 5 fastest it measured.
 
 Then every column's picks and the unscheduled program are compiled into one harness, measured side by
 side and verified; a column's speedup is the best of its picks there (1.0 when none beats the
@@ -146,7 +146,7 @@ def main() -> None:
     ap.add_argument("--kernels", nargs="+", default=["bench", "selection", "c"],
                     help="groups (bench, selection, c) or kernel names of them")
     ap.add_argument("--budgets", type=int, nargs="+", default=[16, 32, 64])
-    ap.add_argument("--strategies", nargs="+", default=["staged"], choices=["staged", "rounds"])
+    ap.add_argument("--strategies", nargs="+", default=["rounds"], choices=["rounds", "staged"])
     ap.add_argument("--model", default=str(SHIPPED_MODEL))
     ap.add_argument("--out", default=str(ROOT / "bench" / "ADAPTIVE.md"))
     args = ap.parse_args()

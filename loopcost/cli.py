@@ -264,8 +264,9 @@ def _round_progress(budget: int):
     """Prints, on stderr, what an adaptive search has measured after each of its rounds."""
     def show(measured) -> None:
         best = max(measured, key=lambda c: c.score)
-        print(f"adaptive    {len(measured)}/{budget} measured, best {best.score:.2f}x: {best.schedule or '(none)'}",
-              file=sys.stderr, flush=True)
+        text = str(best.schedule) or "(none)"
+        print(f"adaptive    {len(measured)}/{budget} measured, best {best.score:.2f}x: {text}", file=sys.stderr,
+              flush=True)
     return show
 
 
@@ -332,9 +333,9 @@ def parser() -> argparse.ArgumentParser:
                         "model with every measurement (--measure-budget, --strategy)")
     o.add_argument("--measure-budget", type=int, default=48, help="adaptive: schedules measured at most")
     o.add_argument("--batch", type=int, default=8, help="adaptive, rounds: schedules measured a round")
-    o.add_argument("--strategy", default="staged", choices=["staged", "rounds"],
-                   help="adaptive: measure the model's best children at each beam stage and keep the measured "
-                        "best (staged, default), or rounds of whole model-guided beam searches")
+    o.add_argument("--strategy", default="rounds", choices=["rounds", "staged"],
+                   help="adaptive: rounds of whole model-guided beam searches (default), or measure the model's "
+                        "best children at each beam stage and keep the measured best (staged)")
     o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
     o.add_argument("--model", default=None, help="cost model (default: the shipped one)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,

@@ -98,7 +98,7 @@ def test_adaptive_stages_measure_the_models_best_children_and_keep_the_measured_
     scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
     offline = scorer.model
     ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
-                             opts=AdaptiveOptions(measure_budget=20, beam_size=2))
+                             opts=AdaptiveOptions(measure_budget=20, beam_size=2, strategy="staged"))
     every = [t for b in runner.batches for t in b]
     assert 10 <= len(every) <= 20 and len(set(every)) == len(every) and "" not in every
     assert scorer.model is not offline and len(runner.batches) >= 5  # a batch per stage, then an update

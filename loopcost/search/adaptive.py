@@ -1,11 +1,13 @@
 """Adaptive search: the cost model corrected, batch after batch, by what the search measures.
 
-Two strategies spend the measurement budget. ``staged`` (the default) walks beam search's stages like an
-execution-based beam search, but at each stage measures only the model's best children of the beam (of
-distinct cores, the stage's share of the budget) and keeps the fastest measured states in the beam.
-``rounds`` runs whole model-guided beam searches, each measuring a batch of its best candidates not
-measured yet (the best of distinct cores by prediction, plus the ones the ensemble's members disagree on
-most: the model's blind spots), until those are all measured. After every batch the model is refitted
+Two strategies spend the measurement budget. ``rounds`` (the default) runs whole model-guided beam
+searches, each measuring a batch of its best candidates not measured yet (the best of distinct cores by
+prediction, plus the ones the ensemble's members disagree on most: the model's blind spots), until those
+are all measured. ``staged`` walks beam search's stages like an execution-based beam search, but at each
+stage measures only the model's best children of the beam (of distinct cores, the stage's share of the
+budget) and keeps the fastest measured states in the beam: as myopic as execution-based search (on 2mm
+it kept early interchanges that measured 1.3x and never reached the tiled parallel nests that rounds
+found at 4.8x, `bench/ADAPTIVE.md`). After every batch the model is refitted
 to every measurement so far (``costmodel.update``, always from the offline model).
 """
 
@@ -28,10 +30,10 @@ from .beam import beam_search
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .ranking import RANKED, diverse_top
 
-#: how an adaptive search spends its measurements: ``staged`` walks beam search's stages, measuring at each
-#: the model's best children and keeping the measured best in the beam; ``rounds`` runs whole model-guided
-#: beam searches and measures the best of each
-STRATEGIES = ("staged", "rounds")
+#: how an adaptive search spends its measurements: ``rounds`` runs whole model-guided beam searches and
+#: measures the best of each; ``staged`` walks beam search's stages, measuring at each the model's best
+#: children and keeping the measured best in the beam
+STRATEGIES = ("rounds", "staged")
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class AdaptiveOptions:
     batch: int = 8
     explore: int = 2
     beam_size: int = 4
-    strategy: str = "staged"
+    strategy: str = "rounds"
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
