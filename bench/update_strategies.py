@@ -73,27 +73,15 @@ Predictor = Callable[[], np.ndarray]
 Strategy = Callable[[CostModel, Kernel, np.ndarray, np.ndarray], Predictor]
 
 
-def head_inputs(net: torch.nn.Module, trees: list[FeatureTree]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(predicted log-speedups, inputs of the regression head) of ``net`` on ``trees``, without gradients."""
-    seen: list[torch.Tensor] = []
-    hook = net.head.register_forward_pre_hook(lambda _m, args: seen.append(args[0]))
-    try:
-        with torch.no_grad():
-            out = net(collate(trees))
-    finally:
-        hook.remove()
-    return out, seen[0]
-
-
 def kernel(model: CostModel, data: Dataset, pid: int) -> Kernel:
     """Program ``pid`` of ``data`` with the offline members' predictions and head inputs."""
     idx = np.nonzero(data.program == pid)[0]
     trees = [data.trees[i] for i in idx]
-    outs, embeds = zip(*(head_inputs(net, trees) for net in model.nets), strict=True)
+    logs, embeds = model.head_inputs(trees)
     flat = np.stack([np.concatenate([t.comps.ravel(), t.loops.sum(0), t.loops.max(0), [len(t.loops)]])
                      for t in trees])
     flat = flat[:, flat.std(0) > 0]  # what tells the program's schedules apart
-    return Kernel(pid, trees, data.speedup[idx], torch.stack(outs).numpy(), torch.stack(embeds).numpy(), flat)
+    return Kernel(pid, trees, data.speedup[idx], logs, embeds, flat)
 
 
 def _targets(y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -172,9 +160,7 @@ def early_stop(model: CostModel, k: Kernel, idx: np.ndarray, y: np.ndarray, lr: 
 def _measured_embeddings(model: CostModel, k: Kernel, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(members, m) log predictions and (members, m, E) head inputs of the measured schedules, computed
     (the update's own cost) rather than read from the cache."""
-    trees = [k.trees[i] for i in idx]
-    outs, embeds = zip(*(head_inputs(net, trees) for net in model.nets), strict=True)
-    return torch.stack(outs).numpy(), torch.stack(embeds).numpy()
+    return model.head_inputs([k.trees[i] for i in idx])
 
 
 def head_only(steps: int, lr: float, mse_weight: float = 1.0) -> Strategy:

@@ -231,3 +231,13 @@ def test_train_store_fine_tunes_on_this_machines_measurements_and_optimize_then_
     assert json.loads(r.stdout)["model"] == str(model) and "fine-tuned on this machine" in r.stderr
     r = loopcost("train", "--epochs", "1")
     assert r.returncode == 2 and "--data" in r.stderr and "--store" in r.stderr
+
+
+def test_a_search_sized_batch_is_found_in_the_store_whole(tmp_path):
+    db, state = tmp_path / "m.sqlite", states()[0]
+    labels = [f"U(j,{k})" for k in range(1, 1201)]  # more than one query's worth of bound parameters
+    record(db, state, Counting().measure([state] * len(labels), labels=labels), "test")
+    time.sleep(0.01)
+    inner = Counting()
+    got = RecordingRunner(inner, db).measure([state] * len(labels), timing=Timing(3, 0), labels=labels)
+    assert inner.asked == [] and all(m.reused for m in got) and [m.label for m in got] == labels

@@ -9,7 +9,8 @@ and splits. Loading it needs only NumPy.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -42,33 +43,35 @@ class Dataset:
         return len(self.trees)
 
 
+def _featurized(rows: Iterable[tuple], program_json: Callable, progress=None, total: int = 0) -> _Records:
+    """The records of ``rows`` (program key, split, schedule text, speedup), each program read once with
+    ``program_json(key)``; a schedule beyond the feature limits is counted and left out."""
+    out, programs = _Records(), {}
+    for k, (key, split, text, sp) in enumerate(rows):
+        if key not in programs:
+            programs[key] = Program.from_json(program_json(key))
+        try:
+            out.trees.append(featurize(Schedule.parse(text).apply(programs[key], check=False)))
+        except FeatureLimitError:
+            out.skipped += 1
+            continue
+        out.speedups.append(sp)
+        out.program.append(out.order.setdefault(key, len(out.order)))
+        out.split.append(SPLITS.index(split))
+        out.schedules.append(text)
+        if progress:
+            progress(k + 1, total)
+    return out
+
+
 def export(db: str, path: str, progress=None) -> dict:
     """Featurize every verified label of ``db`` (a dataset build) into ``path`` (.npz); returns counts."""
     with Store(db) as store:
         rows = list(store.labels())
-        programs: dict[int, Program] = {}
-        trees, speedups, prog_ids, splits, texts = [], [], [], [], []
-        skipped = 0
-        order: dict[int, int] = {}
-        for k, (h, split, text, sp) in enumerate(rows):
-            if h not in programs:
-                programs[h] = Program.from_json(store.program_json(h))
-            try:
-                tree = featurize(Schedule.parse(text).apply(programs[h], check=False))
-            except FeatureLimitError:
-                skipped += 1
-                continue
-            trees.append(tree)
-            speedups.append(sp)
-            prog_ids.append(order.setdefault(h, len(order)))
-            splits.append(SPLITS.index(split))
-            texts.append(text)
-            if progress:
-                progress(k + 1, len(rows))
-    if not trees:
+        records = _featurized(rows, store.program_json, progress, len(rows))
+    if not records.trees:
         raise LoopcostError(f"{db} holds no verified measurement to export")
-    _write(path, trees, speedups, prog_ids, splits, texts, list(order))
-    return {"records": len(trees), "programs": len(order), "skipped_over_limits": skipped}
+    return records.write(path)
 
 
 def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str, codegen: int) -> dict:
@@ -78,41 +81,40 @@ def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str, 
     programs, are held out (1 in 10 for validation, by hash), so that a model fine-tuned on it learns
     these programs on this machine."""
     with Store(store_path) as store:
-        rows = store.run_labels(fingerprint, codegen)
-        programs: dict[str, Program] = {}
-        trees, speedups, prog_ids, splits, texts = [], [], [], [], []
-        order: dict[str, int] = {}
-        skipped = 0
-        for h, text, sp in rows:
-            if h not in programs:
-                programs[h] = Program.from_json(store.run_program_json(h))
-            try:
-                trees.append(featurize(Schedule.parse(text).apply(programs[h], check=False)))
-            except FeatureLimitError:
-                skipped += 1
-                continue
-            speedups.append(sp)
-            prog_ids.append(order.setdefault(h, len(order)))
-            splits.append(SPLITS.index("val" if int(schedule_hash(h, text)[:8], 16) % 10 == 0 else "train"))
-            texts.append(text)
-    if not trees or SPLITS.index("val") not in splits or SPLITS.index("train") not in splits:
-        raise LoopcostError(f"{store_path} holds {len(trees)} measured schedules of this machine ({fingerprint}); "
-                            "fine-tuning needs more (run `loopcost optimize K --search adaptive` on a few kernels)")
-    _write(path, trees, speedups, prog_ids, splits, texts, list(order))
-    return {"records": len(trees), "programs": len(order), "skipped_over_limits": skipped}
+        rows = [(h, "val" if int(schedule_hash(h, text)[:8], 16) % 10 == 0 else "train", text, sp)
+                for h, text, sp in store.run_labels(fingerprint, codegen)]
+        records = _featurized(rows, store.run_program_json)
+    if not {SPLITS.index("val"), SPLITS.index("train")} <= set(records.split):
+        raise LoopcostError(f"{store_path} holds {len(records.trees)} measured schedules of this machine "
+                            f"({fingerprint}); fine-tuning needs more (run `loopcost optimize K --search adaptive` "
+                            "on a few kernels)")
+    return records.write(path)
 
 
-def _write(path: str | Path, trees: list[FeatureTree], speedups: list[float], prog_ids: list[int],
-           splits: list[int], texts: list[str], programs: list) -> None:
-    """One ``.npz`` of the training format (see ``load``)."""
-    np.savez_compressed(
-        path, version=np.array(layout.VERSION),
-        comps=np.concatenate([t.comps for t in trees]), comp_counts=np.array([len(t.comps) for t in trees]),
-        loops=np.concatenate([t.loops for t in trees]), loop_counts=np.array([len(t.loops) for t in trees]),
-        shapes=np.frombuffer(json.dumps([t.shape for t in trees]).encode(), np.uint8),
-        speedup=np.array(speedups, np.float64), program=np.array(prog_ids), split=np.array(splits, np.int8),
-        schedules=np.frombuffer(json.dumps(texts).encode(), np.uint8),
-        programs=np.frombuffer(json.dumps(programs).encode(), np.uint8))
+@dataclass
+class _Records:
+    """Featurized records on their way to a ``.npz`` of the training format (see ``load``)."""
+
+    trees: list[FeatureTree] = field(default_factory=list)
+    speedups: list[float] = field(default_factory=list)
+    program: list[int] = field(default_factory=list)       # index into ``order``
+    split: list[int] = field(default_factory=list)         # index into SPLITS
+    schedules: list[str] = field(default_factory=list)
+    order: dict = field(default_factory=dict)               # program key (id or hash) -> index
+    skipped: int = 0                                        # beyond the feature limits
+
+    def write(self, path: str | Path) -> dict:
+        """Write the ``.npz``; returns counts."""
+        t = self.trees
+        np.savez_compressed(
+            path, version=np.array(layout.VERSION),
+            comps=np.concatenate([x.comps for x in t]), comp_counts=np.array([len(x.comps) for x in t]),
+            loops=np.concatenate([x.loops for x in t]), loop_counts=np.array([len(x.loops) for x in t]),
+            shapes=np.frombuffer(json.dumps([x.shape for x in t]).encode(), np.uint8),
+            speedup=np.array(self.speedups, np.float64), program=np.array(self.program),
+            split=np.array(self.split, np.int8), schedules=np.frombuffer(json.dumps(self.schedules).encode(), np.uint8),
+            programs=np.frombuffer(json.dumps(list(self.order)).encode(), np.uint8))
+        return {"records": len(t), "programs": len(self.order), "skipped_over_limits": self.skipped}
 
 
 def _tuplify(x):

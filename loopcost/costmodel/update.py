@@ -52,7 +52,6 @@ class CorrectedModel:
     def __init__(self, model: CostModel, points: np.ndarray, alpha: np.ndarray, shift: float, scale: float,
                  measured: int) -> None:
         self.model, self.points, self.alpha, self.shift, self.scale = model, points, alpha, shift, scale
-        self.nets = model.nets
         self.card = {**model.card, "updated_on": measured}
 
     def predict_trees(self, trees: list[FeatureTree], batch_size: int = 512) -> np.ndarray:

@@ -222,18 +222,22 @@ class Store:
         q = f"SELECT {self._RUN_COLUMNS} FROM runs WHERE program = ? ORDER BY id"
         return [self._run(r) for r in self.db.execute(q, (program_hash,))]
 
-    def reusable(self, program_hash: str, schedules: Sequence[str], *, machine: int, codegen: int, seed: int,
+    def reusable(self, program_hash: str, schedules: Sequence[str], *, fingerprint: str, codegen: int, seed: int,
                  before: float, enough: Callable[[tuple[float, ...]], bool]) -> dict[str, Run]:
-        """For each of ``schedules`` of the program measured before, the first verified measurement made on
-        ``machine`` (its fingerprint covers CPU, compiler and flags) from C of code generator ``codegen``, on
-        inputs of ``seed``, stored before the time ``before``, whose run times are ``enough``."""
-        q = (f"SELECT {self._RUN_COLUMNS} FROM runs WHERE program = ? AND machine = ? AND codegen = ? "
-             "AND seed = ? AND verified = 1 AND created < ? ORDER BY id")
-        wanted, out = set(schedules), {}
-        for row in self.db.execute(q, (program_hash, machine, codegen, seed, before)):
-            r = self._run(row)
-            if r.schedule_text in wanted and r.schedule_text not in out and enough(r.times):
-                out[r.schedule_text] = r
+        """For each of ``schedules`` of the program measured before, the first verified measurement made on the
+        machine ``fingerprint`` (CPU, compiler and flags) from C of code generator ``codegen``, on inputs of
+        ``seed``, stored before the time ``before``, whose run times are ``enough``."""
+        out: dict[str, Run] = {}
+        wanted = list(dict.fromkeys(schedules))
+        for k in range(0, len(wanted), 500):  # within SQLite's limit on bound parameters
+            part = wanted[k:k + 500]
+            q = (f"SELECT {self._RUN_COLUMNS} FROM runs r JOIN machines m ON m.id = r.machine WHERE r.program = ? "
+                 "AND m.fingerprint = ? AND r.codegen = ? AND r.seed = ? AND r.verified = 1 AND r.created < ? "
+                 f"AND r.schedule IN ({', '.join('?' * len(part))}) ORDER BY r.id")
+            for row in self.db.execute(q, (program_hash, fingerprint, codegen, seed, before, *part)):
+                r = self._run(row)
+                if r.schedule_text not in out and enough(r.times):
+                    out[r.schedule_text] = r
         return out
 
     def run_labels(self, fingerprint: str, codegen: int) -> list[tuple[str, str, float]]:
@@ -247,10 +251,8 @@ class Store:
         return [(h, text, statistics.median(v)) for (h, text), v in sorted(by.items())]
 
     def run_program_json(self, program_hash: str) -> dict:
-        row = self.db.execute("SELECT json FROM run_programs WHERE hash = ?", (program_hash,)).fetchone()
-        if row is None:
-            raise LoopcostError(f"no program {program_hash} in {self.path}")
-        return json.loads(row[0])
+        """The program of the runs of ``program_hash``."""
+        return self._json("SELECT json FROM run_programs WHERE hash = ?", program_hash)
 
     def run_stats(self) -> dict:
         """What the machine's searches measured: counts in all, by machine, by source, and by program."""
@@ -304,9 +306,13 @@ class Store:
         dst.close()
 
     def program_json(self, program: int) -> dict:
-        row = self.db.execute("SELECT json FROM programs WHERE id = ?", (program,)).fetchone()
+        """The dataset program of id ``program``."""
+        return self._json("SELECT json FROM programs WHERE id = ?", program)
+
+    def _json(self, query: str, key: int | str) -> dict:
+        row = self.db.execute(query, (key,)).fetchone()
         if row is None:
-            raise LoopcostError(f"no program {program} in {self.path}")
+            raise LoopcostError(f"no program {key} in {self.path}")
         return json.loads(row[0])
 
     def counts(self) -> dict:

@@ -49,8 +49,8 @@ def stored(store_path: str | Path, program_state: ProgramState, labels: Sequence
     fp, info = machine
     p = program_state.program
     with Store(store_path) as store:
-        runs = store.reusable(p.content_hash(), labels, machine=store.machine_id(fp, info), codegen=CODEGEN_VERSION,
-                              seed=seed, before=before, enough=enough)
+        runs = store.reusable(p.content_hash(), labels, fingerprint=fp, codegen=CODEGEN_VERSION, seed=seed,
+                              before=before, enough=enough)
     return {label: Measurement(label, r.times, r.reference_times, True, None, fingerprint=fp, machine=info,
                                reused=True) for label, r in runs.items()}
 
