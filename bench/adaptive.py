@@ -71,11 +71,19 @@ def programs(groups: list[str]) -> list[tuple[str, str, Program]]:
     return out
 
 
-def bench_kernel(program: Program, model: CostModel, budgets: list[int], strategies: list[str]) -> dict:
-    """Every column's picks, measurement count and search time; then all picks side by side."""
+def bench_kernel(program: Program, model: CostModel, budgets: list[int], strategies: list[str],
+                 earlier: dict | None = None) -> dict:
+    """Every column's picks, measurement count and search time; then all picks side by side. The beam
+    and exec columns' searches are taken from ``earlier`` (a row of this kernel on this machine) when
+    given: their picks are measured again, beside the others."""
     picks: dict[str, list[str]] = {}
     row: dict = {"measurements": {}, "search_s": {}, "own_harness": {}}
     for method in ("beam", "exec"):
+        if earlier is not None:
+            picks[method] = earlier["picks"][method]
+            for key in ("measurements", "search_s", "own_harness"):
+                row[key][method] = earlier[key][method]
+            continue
         r = optimize(program, method=method, model=model)
         picks[method] = [s for s, _ in r.measured]
         row["measurements"][method] = r.measurements
@@ -148,6 +156,9 @@ def main() -> None:
     ap.add_argument("--budgets", type=int, nargs="+", default=[16, 32, 64])
     ap.add_argument("--strategies", nargs="+", default=["rounds"], choices=["rounds", "staged"])
     ap.add_argument("--model", default=str(SHIPPED_MODEL))
+    ap.add_argument("--redo", action="store_true",
+                    help="search again the kernels OUT.jsonl holds, taking beam's and exec's searches (not their "
+                         "measurements) from their rows when measured on this machine")
     ap.add_argument("--out", default=str(ROOT / "bench" / "ADAPTIVE.md"))
     args = ap.parse_args()
     groups = [g for g in args.kernels if g in ("bench", "selection", "c")] or ["bench", "selection", "c"]
@@ -156,16 +167,22 @@ def main() -> None:
     info = machine_info(Toolchain().describe())
     jsonl = Path(args.out).with_suffix(".jsonl")
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
-    done = {(r["group"], r["kernel"]) for r in rows}
+    done = {(r["group"], r["kernel"]): r for r in rows}
     for group, name, program in programs(groups):
-        if (group, name) in done or (names and name not in names):
+        old = done.get((group, name))
+        if (old is not None and not args.redo) or (names and name not in names):
             continue
+        earlier = old if old is not None and old["machine"] == fingerprint(info) else None
         t0 = time.time()
-        row = {"group": group, "kernel": name, **bench_kernel(program, model, sorted(args.budgets), args.strategies),
+        row = {"group": group, "kernel": name,
+               **bench_kernel(program, model, sorted(args.budgets), args.strategies, earlier),
                "wall_s": time.time() - t0, "machine": fingerprint(info)}
-        with jsonl.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        rows.append(row)
+        if earlier is not None:
+            row["wall_s"] += earlier["search_s"]["beam"] + earlier["search_s"]["exec"]
+        rows = [r for r in rows if r is not old] + [row]
+        part = jsonl.with_suffix(".part")
+        part.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        part.replace(jsonl)  # a stop mid-write leaves the previous rows whole
         print(group, name, {c: round(v, 2) for c, v in row["speedup"].items()}, f"{row['wall_s']:.0f} s", flush=True)
     columns = ["beam", "exec"] + [f"{st}-{b}" for st in args.strategies for b in sorted(args.budgets)]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,

@@ -15,7 +15,7 @@ from loopcost.features import layout as L
 from loopcost.features.extract import featurize
 from loopcost.kernels import KERNELS
 from loopcost.runner import Measurement
-from loopcost.search.adaptive import AdaptiveOptions, adaptive_search
+from loopcost.search.adaptive import AdaptiveOptions, Novelty, adaptive_search, explored
 from loopcost.search.evaluator import MeasuringEvaluator, ModelEvaluator
 from loopcost.transforms.schedule import Schedule
 
@@ -109,6 +109,31 @@ def test_adaptive_stages_measure_the_models_best_children_and_keep_the_measured_
     # every measured schedule is legal: applying its text again gives the same state
     for c in ranked:
         assert Schedule.parse(str(c.schedule)).apply(gemm()).key == c.state.key
+
+
+def test_explored_counts_the_measured_schedules_that_begin_with_the_same_step():
+    measured = ["P(i)", "P(i) U(k,4)", "P(i_1)", "F(S0,S1,1) P(i)"]
+    assert explored("P(i)", measured) == 2 == explored("P(i) V(k,8)", measured)  # "P(i_1)" is another step
+    assert explored("F(S0,S1,1) U(k,2)", measured) == 1 and explored("U(k,4)", measured) == 0
+    assert explored("", measured) == 0  # the empty schedule: every step left out, never penalized
+
+
+def test_novelty_turns_the_beam_away_from_the_prefixes_already_measured():
+    from loopcost.ir.state import ProgramState
+    from loopcost.search.beam import beam_search
+    from loopcost.search.ranking import RANKED
+
+    state = ProgramState.initial(gemm())
+    scorer = ModelEvaluator(small_model())
+    plain = beam_search(state, scorer, beam_size=2, keep=RANKED)
+    first = str(next(c for c in plain if c.schedule.steps).schedule.steps[0])
+    measured = [str(c.schedule) for c in plain if str(c.schedule).startswith(first + " ")][:8]
+    novelty = Novelty(scorer, measured, half=1)
+    labels = [str(c.schedule) for c in plain]
+    scores = novelty.score([c.state for c in plain], labels)
+    assert np.allclose(scores, [c.score * 2.0 ** -explored(t, measured) for c, t in zip(plain, labels, strict=True)])
+    novel = beam_search(state, novelty, beam_size=2, keep=RANKED)
+    assert novel and not any(str(c.schedule).split(" ")[0] == first for c in novel[:5])
 
 
 def test_adaptive_options_are_checked():
