@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sqlite3
 import sys
 from pathlib import Path
 
 from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
-from .errors import CompileError, LoopcostError
+from .errors import CompileError, EnvironmentFailure, LoopcostError
 from .generator.schedules import STAGED_SHARE
 from .ir.dependence import dependences
 from .kernels import KERNELS
@@ -17,6 +19,77 @@ from .kernels.loader import load_kernel, parse_pairs
 from .paths import SHIPPED_MANIFEST, card_path, store_path
 from .transforms.schedule import Schedule
 from .transforms.space import STAGES
+
+EXIT_CODES = """exit codes:
+  0  done, and every result reported was verified
+  1  it ran, but the result is not verified or nothing was found (stderr says which and why)
+  2  the input is wrong: an option, a file, a kernel (stderr says what and how to fix it)
+  3  the environment failed: compiler missing or crashing, disk full, database locked, cluster out
+     of reach, or an internal error (run with --debug for the traceback)
+  130  interrupted (Ctrl-C)"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error said in one line (exit 2), not the whole usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def at_least(low: float, kind: type = int):
+    """An argparse type: a finite ``kind`` (int or float) not below ``low``."""
+    def check(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") \
+                from None
+        if not math.isfinite(value) or value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {text}")
+        return value
+    return check
+
+
+def above(low: float):
+    """An argparse type: a finite number greater than ``low``."""
+    def check(text: str) -> float:
+        value = at_least(-math.inf, float)(text)
+        if value <= low:
+            raise argparse.ArgumentTypeError(f"must be greater than {low}, got {text}")
+        return value
+    return check
+
+
+def existing_file(text: str) -> str:
+    """An argparse type: the name of a file that exists."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text} is not a file")
+    return text
+
+
+def output_file(text: str) -> str:
+    """An argparse type: a file to write (``-`` for standard output), not a folder."""
+    if text != "-" and Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder: give the name of a file to write")
+    return text
+
+
+def output_dir(text: str) -> str:
+    """An argparse type: a folder to write into, not a file."""
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file: give the name of a folder to write into")
+    return text
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number from 0 to 1."""
+    value = at_least(0.0, float)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
 
 
 def _size(a: argparse.Namespace) -> str | None:
@@ -41,6 +114,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     else:
         print(f"kernel     {a.kernel}" + (f" ({a.size})" if _size(a) else ""))
         print(f"schedule   {a.schedule or '(none)'}\n{m.describe()}")
+    if not m.verified:
+        print(f"loopcost: not verified: {m.error}", file=sys.stderr)
     return 0 if m.verified else 1
 
 
@@ -94,7 +169,7 @@ def cmd_dataset_build(a: argparse.Namespace) -> int:
                       generator=gen, staged_share=a.staged_share)
     cluster = None if a.cluster in (None, "none") else a.cluster
     stats = build(a.db, programs=a.programs, cfg=cfg, workers=a.workers, cluster=cluster,
-                  allow_mixed=a.allow_mixed_machines, progress=not a.no_progress)
+                  allow_mixed=a.allow_mixed_machines, progress=not a.no_progress, security=a.security)
     print(json.dumps(stats, indent=2) if a.json else format_build(stats))
     return 0
 
@@ -230,7 +305,7 @@ def cmd_optimize(a: argparse.Namespace) -> int:
             print(warning, file=sys.stderr)
     cluster = None if a.cluster in (None, "none") else a.cluster
     with open_runner(cluster, workers=a.workers, store=store_path(a.store), source=f"optimize:{a.search}",
-                     reuse=not a.remeasure) as runner:
+                     reuse=not a.remeasure, security=a.security) as runner:
         r = optimize(program, method=a.search, model=model, budget=a.budget, measure=a.measure, top_k=a.top_k,
                      seed=a.seed, runner=runner,
                      adaptive=AdaptiveOptions(measure_budget=a.measure_budget, batch=a.batch, strategy=a.strategy),
@@ -256,8 +331,15 @@ def cmd_optimize(a: argparse.Namespace) -> int:
     elif a.emit_c != "-":
         print(f"kernel      {a.kernel}" + (f" ({a.size})" if _size(a) else ""))
         print(format_result(out) + (f"\nwrote       {a.emit_c}" if a.emit_c else ""))
-    ok = r.verified and out.get("drop_in_check", {}).get("verified", True)
-    return 0 if ok or not a.measure else 1
+    check = out.get("drop_in_check", {})
+    if a.measure and not r.verified:
+        print("loopcost: not verified: no candidate, not even the unscheduled program, measured and verified",
+              file=sys.stderr)
+    elif a.measure and not check.get("verified", True):
+        why = check.get("error") or f"max relative error {check.get('max_rel_error')}"
+        print(f"loopcost: not verified: the emitted function, linked in place of the original, disagrees with it "
+              f"({why})", file=sys.stderr)
+    return 0 if (r.verified and check.get("verified", True)) or not a.measure else 1
 
 
 def _round_progress(budget: int):
@@ -271,7 +353,9 @@ def _round_progress(budget: int):
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.")
+    ap = _Parser(prog="loopcost", description="Learned cost model and autoscheduler for loop nests.",
+                 epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--debug", action="store_true", help="show the traceback of any failure")
     sub = ap.add_subparsers(dest="command", required=True)
 
     def source_args(sp: argparse.ArgumentParser, size: str = "small") -> None:
@@ -298,8 +382,12 @@ def parser() -> argparse.ArgumentParser:
 
     def cluster_args(sp: argparse.ArgumentParser, workers: str) -> None:
         sp.add_argument("--cluster", default=None, help="measure on a Dask cluster: 'local' starts one on this "
-                        "machine, or tcp://HOST:PORT of a running scheduler (default: this machine, no Dask)")
-        sp.add_argument("--workers", type=int, default=2, help=f"{workers} (default 2)")
+                        "machine, or tls://HOST:PORT (tcp://HOST:PORT) of a running scheduler (default: this "
+                        "machine, no Dask)")
+        sp.add_argument("--security", default=None, type=existing_file, metavar="FILE",
+                        help="a tls:// cluster's certificates: JSON of tls_ca_file, tls_client_cert, "
+                        "tls_client_key (default: Dask's distributed.comm.tls configuration)")
+        sp.add_argument("--workers", type=at_least(1), default=2, help=f"{workers} (default 2)")
 
     def kernel_args(sp: argparse.ArgumentParser) -> None:
         source_args(sp)
@@ -310,10 +398,10 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="compile, run and verify a kernel; report its times")
     kernel_args(r)
     r.add_argument("--json", action="store_true", help="print one JSON object")
-    r.add_argument("--runs", type=int, default=5, help="timed runs (default 5)")
-    r.add_argument("--warmup", type=int, default=1, help="untimed runs after the verified one (default 1)")
-    r.add_argument("--seed", type=int, default=0, help="seed of the input data")
-    r.add_argument("--timeout", type=float, default=300.0, help="seconds before a run is abandoned")
+    r.add_argument("--runs", type=at_least(1), default=5, help="timed runs (default 5)")
+    r.add_argument("--warmup", type=at_least(0), default=1, help="untimed runs after the verified one (default 1)")
+    r.add_argument("--seed", type=at_least(0), default=0, help="seed of the input data")
+    r.add_argument("--timeout", type=above(0), default=300.0, help="seconds before a run is abandoned")
     toolchain_args(r)
     store_arg(r)
     r.set_defaults(func=cmd_run)
@@ -331,18 +419,19 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec", "adaptive"],
                    help="adaptive: measures a few of the model's best candidates at a time, and updates the "
                         "model with every measurement (--measure-budget, --strategy)")
-    o.add_argument("--measure-budget", type=int, default=48, help="adaptive: schedules measured at most")
-    o.add_argument("--batch", type=int, default=8, help="adaptive, rounds: schedules measured a round")
+    o.add_argument("--measure-budget", type=at_least(1), default=48, help="adaptive: schedules measured at most")
+    o.add_argument("--batch", type=at_least(1), default=8, help="adaptive, rounds: schedules measured a round")
     o.add_argument("--strategy", default="rounds", choices=["rounds", "staged"],
                    help="adaptive: rounds of whole model-guided beam searches (default), or measure the model's "
                         "best children at each beam stage and keep the measured best (staged)")
-    o.add_argument("--budget", type=int, default=4, help="beam width (mcts: x15 iterations; random: x16 samples)")
-    o.add_argument("--model", default=None, help="cost model (default: the shipped one)")
+    o.add_argument("--budget", type=at_least(1), default=4,
+                   help="beam width (mcts: x15 iterations; random: x16 samples)")
+    o.add_argument("--model", default=None, type=existing_file, help="cost model (default: the shipped one)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,
                    help="measure the top candidates and keep the fastest verified one (default)")
-    o.add_argument("--top-k", type=int, default=5)
-    o.add_argument("--seed", type=int, default=0)
-    o.add_argument("--emit-c", default=None,
+    o.add_argument("--top-k", type=at_least(1), default=5)
+    o.add_argument("--seed", type=at_least(0), default=0)
+    o.add_argument("--emit-c", default=None, type=output_file,
                    help="write the optimized kernel as C to FILE (- for stdout); for a C file, the same function "
                         "with the same signature, checked against the original when measuring")
     cluster_args(o, "workers of a --cluster local")
@@ -354,9 +443,9 @@ def parser() -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_kernels)
 
     g = sub.add_parser("generate", help="draw random programs (the dataset's generator)")
-    g.add_argument("--programs", type=int, default=10)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--out", default=None, help="write each program as JSON into this folder")
+    g.add_argument("--programs", type=at_least(1), default=10)
+    g.add_argument("--seed", type=at_least(0), default=0)
+    g.add_argument("--out", default=None, type=output_dir, help="write each program as JSON into this folder")
     g.add_argument("--families", default=None, help="comma-separated program families (default: all)")
     g.set_defaults(func=cmd_generate)
 
@@ -364,19 +453,20 @@ def parser() -> argparse.ArgumentParser:
     dsub = d.add_subparsers(dest="dataset_command", required=True)
     b = dsub.add_parser("build", help="measure random programs and schedules into a database (resumable)")
     b.add_argument("--db", required=True, help="SQLite database to create or resume")
-    b.add_argument("--programs", type=int, required=True, help="programs 0..N-1 of the seed's stream")
-    b.add_argument("--schedules", type=int, default=20, help="random schedules per program (plus the empty one)")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--programs", type=at_least(1), required=True, help="programs 0..N-1 of the seed's stream")
+    b.add_argument("--schedules", type=at_least(0), default=20,
+                   help="random schedules per program (plus the empty one)")
+    b.add_argument("--seed", type=at_least(0), default=0)
     cluster_args(b, "compile/measure worker processes, here or in a --cluster local")
     b.add_argument("--allow-mixed-machines", action="store_true",
                    help="let one database hold measurements of different machines")
-    b.add_argument("--min-work", type=float, default=2e6,
+    b.add_argument("--min-work", type=above(0), default=2e6,
                    help="smallest estimated work (points x operations) of a program (default 2e6)")
-    b.add_argument("--max-work", type=float, default=1.5e8, help="largest estimated work (default 1.5e8)")
+    b.add_argument("--max-work", type=above(0), default=1.5e8, help="largest estimated work (default 1.5e8)")
     b.add_argument("--families", default=None,
                    help="comma-separated program families to draw from (default: all; a database built before "
                         "'iterated' existed resumes with the others named)")
-    b.add_argument("--staged-share", type=float, default=STAGED_SHARE,
+    b.add_argument("--staged-share", type=fraction, default=STAGED_SHARE,
                    help=f"share of schedules drawn as walks through beam search's stage order, up to "
                         f"{len(STAGES)} steps (default {STAGED_SHARE}; 0 draws 1-5 steps in random order only, "
                         "as databases built before this option did)")
@@ -385,19 +475,19 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_dataset_build)
     ex = dsub.add_parser("export", help="featurize a database into the training format (.npz)")
-    ex.add_argument("--db", required=True)
-    ex.add_argument("--out", required=True)
+    ex.add_argument("--db", required=True, type=existing_file)
+    ex.add_argument("--out", required=True, type=output_file)
     ex.add_argument("--no-progress", action="store_true")
     ex.set_defaults(func=cmd_dataset_export)
     pk = dsub.add_parser("pack", help="compress a database with a manifest (default: as the shipped dataset)")
-    pk.add_argument("--db", required=True)
-    pk.add_argument("--out", default=None, help="folder (default: loopcost/data)")
+    pk.add_argument("--db", required=True, type=existing_file)
+    pk.add_argument("--out", default=None, type=output_dir, help="folder (default: loopcost/data)")
     pk.add_argument("--command", default="", help="the build command, recorded in the manifest")
     pk.add_argument("--field", action="append", default=[], metavar="KEY=VALUE",
                     help="a note to record in the manifest (repeatable), e.g. the build rate")
     pk.set_defaults(func=cmd_dataset_pack)
     st = dsub.add_parser("stats", help="counts, speedups, transformation shares, noise and machine")
-    st.add_argument("--db", default=None, help="database (default: the shipped dataset)")
+    st.add_argument("--db", default=None, type=existing_file, help="database (default: the shipped dataset)")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_dataset_stats)
 
@@ -410,67 +500,103 @@ def parser() -> argparse.ArgumentParser:
     ss.set_defaults(func=cmd_store_stats)
 
     t = sub.add_parser("train", help="train the cost model on an exported dataset (resumes after interruption)")
-    t.add_argument("--data", default=None, help=".npz written by `loopcost dataset export`")
+    t.add_argument("--data", default=None, type=existing_file, help=".npz written by `loopcost dataset export`")
     t.add_argument("--store", nargs="?", const="", default=None, metavar="DB",
                    help="instead of --data: fine-tune on everything this machine measured into its store (default "
                         "$LOOPCOST_CACHE_DIR/measurements.sqlite), from --init (default: the shipped model), into "
                         "the model `optimize` then uses on this machine")
-    t.add_argument("--out", default=None, help="model file to write (and OUT.ckpt, OUT.card.json)")
-    t.add_argument("--db", default=None, help="the database the data came from (for the model card)")
-    t.add_argument("--epochs", type=int, default=30)
-    t.add_argument("--batch-size", type=int, default=256)
-    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--out", default=None, type=output_file, help="model file to write (and OUT.ckpt, OUT.card.json)")
+    t.add_argument("--db", default=None, type=existing_file,
+                   help="the database the data came from (for the model card)")
+    t.add_argument("--epochs", type=at_least(1), default=30)
+    t.add_argument("--batch-size", type=at_least(1), default=256)
+    t.add_argument("--lr", type=at_least(0.0, float), default=1e-3)
     t.add_argument("--loss", default="log_mse", choices=["mape", "log_mse"])
     t.add_argument("--arch", default="lstm", choices=["lstm", "transformer"],
                    help="network: the paper's recursive LSTM, or self-attention among computations")
-    t.add_argument("--ensemble", type=int, default=None, help="train this many networks (seeds SEED, SEED+1, ...) "
-                   "and average them; their spread is an uncertainty estimate (default 1; --store: every "
+    t.add_argument("--ensemble", type=at_least(1), default=None,
+                   help="train this many networks (seeds SEED, SEED+1, ...) and average them; their spread is an "
+                   "uncertainty estimate (default 1; --store: every "
                    "network of --init)")
-    t.add_argument("--rank-weight", type=float, default=0.0,
+    t.add_argument("--rank-weight", type=at_least(0.0, float), default=0.0,
                    help="weight of a pairwise ranking loss among schedules of one program (default 0: none)")
-    t.add_argument("--init", default=None, metavar="MODEL",
+    t.add_argument("--init", default=None, type=existing_file, metavar="MODEL",
                    help="fine-tune: start from a trained model's network (and its input statistics), e.g. the "
                    "shipped model, on measurements of your machine; use a lower --lr and fewer --epochs")
-    t.add_argument("--init-member", type=int, default=0,
+    t.add_argument("--init-member", type=at_least(0), default=0,
                    help="which network of an --init ensemble to start from (ensemble member k: this + k)")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--seed", type=at_least(0), default=0)
+    t.add_argument("--threads", type=at_least(1), default=2)
     t.add_argument("--restart", action="store_true", help="ignore an existing checkpoint")
     t.set_defaults(func=cmd_train)
 
     en = sub.add_parser("ensemble", help="combine trained models into one that predicts the geometric mean "
                         "of theirs (their spread is an uncertainty estimate)")
-    en.add_argument("models", nargs="+", help="model files written by `loopcost train`")
-    en.add_argument("--out", required=True)
+    en.add_argument("models", nargs="+", type=existing_file, help="model files written by `loopcost train`")
+    en.add_argument("--out", required=True, type=output_file)
     en.set_defaults(func=cmd_ensemble)
 
     e = sub.add_parser("evaluate", help="accuracy of a model on a split, next to baselines and the noise floor")
-    e.add_argument("--model", default=None, help="model file (default: the shipped model)")
-    e.add_argument("--data", default=None,
+    e.add_argument("--model", default=None, type=existing_file, help="model file (default: the shipped model)")
+    e.add_argument("--data", default=None, type=existing_file,
                    help=".npz from `loopcost dataset export` (default: the export of --db, made once)")
-    e.add_argument("--db", default=None,
+    e.add_argument("--db", default=None, type=existing_file,
                    help="measurement database, for the data and the noise floor (default: the shipped dataset)")
-    e.add_argument("--plots", default=None, metavar="DIR", help="write scatter.png and errors.png into DIR")
+    e.add_argument("--plots", default=None, type=output_dir, metavar="DIR",
+                   help="write scatter.png and errors.png into DIR")
     e.add_argument("--write-card", action="store_true", help="record this evaluation in the model's card")
     e.add_argument("--split", default="test", choices=["train", "val", "test"])
     e.add_argument("--json", action="store_true")
     e.add_argument("--gbt", action="store_true", help="also train and score the gradient-boosted baseline")
     e.set_defaults(func=cmd_evaluate)
+    for sp in _subparsers(ap):
+        sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of any failure")
     return ap
 
 
+def _subparsers(ap: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every parser of a command (``dataset build`` included), not the groups that only hold commands."""
+    out = []
+    for action in ap._subparsers._group_actions if ap._subparsers else []:
+        for sp in action.choices.values():
+            nested = _subparsers(sp)
+            out += nested or [sp]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit code follows ``EXIT_CODES``, and no traceback is printed without --debug."""
     args = parser().parse_args(argv)
-    if getattr(args, "runs", 1) < 1:
-        parser().error("--runs must be at least 1")
     try:
         return args.func(args)
-    except LoopcostError as e:
-        print(f"loopcost: error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("loopcost: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        if args.debug:
+            raise
+        code, what = _failure(e)
+        print(f"loopcost: {what}", file=sys.stderr)
+        return code
+
+
+def _failure(e: Exception) -> tuple[int, str]:
+    """The exit code of an exception and its one-line message."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if isinstance(e, EnvironmentFailure):
+        return 3, f"error: {e}"
+    if isinstance(e, LoopcostError):
+        return 2, f"error: {e}"
+    if isinstance(e, sqlite3.Error):
+        return 3, f"database error: {first} (another process may hold the database, or the disk is full)"
+    if isinstance(e, MemoryError):
+        return 3, "out of memory"
+    if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)):
+        return 2, f"error: {first}"  # a path the user gave: missing, of the wrong kind, or not theirs
+    if isinstance(e, OSError):
+        return 3, f"system error: {first}"
+    return 3, f"internal error: {type(e).__name__}: {first} (run again with --debug for the traceback)"
 
 
 if __name__ == "__main__":

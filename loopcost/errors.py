@@ -1,7 +1,7 @@
-"""The one family of errors that loopcost raises for user mistakes.
+"""The one family of errors that loopcost raises for user mistakes and failures of the machine.
 
 Every message says what was wrong, where, and how to fix it. The command line
-prints these without a traceback.
+prints these without a traceback: exit 3 for an ``EnvironmentFailure``, 2 for the rest.
 """
 
 
@@ -25,7 +25,12 @@ class KernelLoadError(LoopcostError):
     """A kernel name, file or JSON document could not be loaded."""
 
 
-class CompilerNotFoundError(LoopcostError):
+class EnvironmentFailure(LoopcostError):
+    """The machine failed the command, not the user's input: a compiler missing or crashing, a full disk, a
+    database locked past its timeout, a cluster out of reach (the command line exits 3)."""
+
+
+class CompilerNotFoundError(EnvironmentFailure):
     """The C compiler is missing."""
 
 

@@ -104,3 +104,26 @@ def test_a_recording_runner_keeps_every_labelled_measurement_in_the_store(tmp_pa
     assert [r.times for r in runs] == [m.times for m in ms] and all(r.verified for r in runs)
     assert runs[1].speedup == pytest.approx(ms[1].speedup)
     assert [m["fingerprint"] for m in machines] == [ms[0].fingerprint] and machines[0]["cpu"]
+
+
+def _script(path, body: str):
+    path.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_limits_stop_a_harness_that_allocates_writes_or_spins_without_end(tmp_path):
+    from loopcost.runner.process import Limits, run_variants
+
+    limits = Limits(address_space=600 << 20, file_size=1 << 20, cpu_seconds=1)
+    big = run_variants(_script(tmp_path / "alloc", "x = bytearray(4 << 30)"), [0], limits=limits, timeout=60)
+    assert big[0].error and "MemoryError" in big[0].error
+    out = tmp_path / "out.bin"
+    write = ("import signal; signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
+             f"open({str(out)!r}, 'wb').write(b'0' * (8 << 20))")
+    wrote = run_variants(_script(tmp_path / "write", write), [0], limits=limits, timeout=60)  # as C does
+    assert wrote[0].error == f"limit: wrote a file of more than {1 << 20} bytes"
+    spun = run_variants(_script(tmp_path / "spin", "while True: pass"), [0], limits=limits, timeout=60)
+    assert spun[0].error == "limit: more than 1 s of CPU time"
+    # the defaults leave a real harness alone
+    assert Limits.for_run(10).address_space > 1 << 30 and Limits.for_run(10).cpu_seconds >= 10

@@ -241,3 +241,43 @@ def test_a_search_sized_batch_is_found_in_the_store_whole(tmp_path):
     inner = Counting()
     got = RecordingRunner(inner, db).measure([state] * len(labels), timing=Timing(3, 0), labels=labels)
     assert inner.asked == [] and all(m.reused for m in got) and [m.label for m in got] == labels
+
+
+def test_a_hundred_kills_at_seeded_moments_lose_and_duplicate_nothing(tmp_path):
+    """Fault injection: a writer forked from this process (no start-up cost) appends batches from where the
+    store stands; it is killed with SIGKILL after a seeded random delay, 100 times; after every kill the
+    store is whole, holds every batch committed before it once, and the next writer resumes from there."""
+    import random
+
+    db, size, rng = tmp_path / "m.sqlite", 8, random.Random(20)
+    state = ProgramState.initial(matvec())
+
+    def batches_stored() -> list[str]:
+        with Store(db) as store:
+            assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            return [r.schedule_text for r in store.runs(matvec().content_hash())]
+
+    def write_from(first: int, last: int | None) -> None:
+        b = first
+        while last is None or b < last:
+            record(db, state, [Measurement(f"k-{b}-{k}", (0.1,), (0.2,), True, fingerprint=MACHINE[0],
+                                           machine=MACHINE[1]) for k in range(size)], "fault")
+            b += 1
+
+    done = 0
+    for _ in range(100):
+        pid = os.fork()
+        if pid == 0:  # the writer
+            try:
+                write_from(done, None)
+            finally:
+                os._exit(0)
+        time.sleep(rng.uniform(0.0, 0.06))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        names = batches_stored()
+        assert len(names) == len(set(names)) and len(names) % size == 0  # whole batches, each once
+        done = len(names) // size
+        assert set(names) == {f"k-{b}-{k}" for b in range(done) for k in range(size)}  # nothing lost
+    write_from(done, done + 3)
+    assert len(batches_stored()) == (done + 3) * size

@@ -121,8 +121,21 @@ def _tuplify(x):
     return tuple(_tuplify(v) for v in x) if isinstance(x, list) else x
 
 
+#: the arrays of a dataset written by ``export``
+ARRAYS = ("version", "comps", "comp_counts", "loops", "loop_counts", "shapes", "speedup", "program", "split",
+          "schedules", "programs")
+
+
 def load(path: str | Path) -> Dataset:
-    z = np.load(path)
+    """A dataset written by ``export``; a file that is not one is named in a ``LoopcostError``."""
+    try:
+        z = np.load(path, allow_pickle=False)
+        missing = [a for a in ARRAYS if a not in getattr(z, "files", ())]
+    except Exception as e:  # noqa: BLE001 - whatever numpy trips on (not a zip, a cut one), it is not a dataset
+        raise LoopcostError(f"{path} is not a dataset exported by `loopcost dataset export`: {e}") from None
+    if missing:
+        raise LoopcostError(f"{path} is not a dataset exported by `loopcost dataset export` (it lacks "
+                            f"{', '.join(missing)})")
     if int(z["version"]) != layout.VERSION:
         raise LoopcostError(f"{path} holds features of layout {int(z['version'])}; this loopcost uses "
                             f"{layout.VERSION}: export the dataset again")

@@ -107,15 +107,30 @@ class CostModel:
         path = Path(path)
         if not path.exists():
             raise LoopcostError(f"no model at {path}")
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        if blob.get("feature_version") != layout.VERSION:
-            raise LoopcostError(f"{path} was trained on feature layout {blob.get('feature_version')}; this "
-                                f"loopcost computes layout {layout.VERSION}: train it again")
+        if not path.is_file():
+            raise LoopcostError(f"{path} is not a file: give a model file written by `loopcost train`")
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - whatever torch trips on, the file is not a model it can read
+            raise LoopcostError(f"{path} is not a loopcost model (or it is damaged): "
+                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        if not isinstance(blob, dict) or blob.get("feature_version") != layout.VERSION:
+            found = blob.get("feature_version") if isinstance(blob, dict) else None
+            raise LoopcostError(f"{path} was trained on feature layout {found}; this loopcost computes layout "
+                                f"{layout.VERSION}: train it again" if found is not None else
+                                f"{path} is not a loopcost model (no feature layout in it)")
         nets = []
-        for member in blob.get("members", [blob]):  # a single-network file keeps config/state_dict at the top
-            net = make_net(**member["config"])
-            net.load_state_dict(member["state_dict"])
-            nets.append(net)
+        try:
+            for member in blob.get("members", [blob]):  # a single-network file keeps config/state_dict at the top
+                net = make_net(**member["config"])
+                net.load_state_dict(member["state_dict"])
+                nets.append(net)
+        except (KeyError, TypeError, RuntimeError) as e:
+            raise LoopcostError(f"{path} is not a loopcost model of this version: "
+                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         card_file = card_path(path)
-        card = json.loads(card_file.read_text()) if card_file.exists() else {}
+        try:
+            card = json.loads(card_file.read_text()) if card_file.exists() else {}
+        except (OSError, ValueError) as e:
+            raise LoopcostError(f"{card_file} (the card of {path}) is not readable JSON: {e}") from None
         return CostModel(nets, card)

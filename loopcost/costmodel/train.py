@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import random
 import time
 from dataclasses import asdict, dataclass, replace
@@ -97,6 +98,34 @@ def initial_net(cfg: TrainConfig) -> Standardized:
     return net
 
 
+def _plain(doc):
+    """``doc`` as JSON reads it back: lists for tuples, floats for numpy scalars."""
+    return json.loads(json.dumps(doc, default=float))
+
+
+def _write_checkpoint(ckpt: Path, cfg: TrainConfig, n_train: int, net, opt, sched, state: dict) -> None:
+    """Tensors and one JSON string (configuration, epoch, history), nothing else: a checkpoint loads with
+    ``weights_only=True`` and cannot run code. Written beside and renamed, so a stop leaves a whole one."""
+    meta = {"config": asdict(cfg), "n_train": n_train, "state": {k: v for k, v in state.items() if k != "best_state"}}
+    part = ckpt.with_name(ckpt.name + ".part")
+    torch.save({"meta": json.dumps(meta, default=float), "net": net.state_dict(), "opt": opt.state_dict(),
+                "sched": sched.state_dict(), "best_state": state["best_state"], "torch_rng": torch.get_rng_state()},
+               part)
+    part.replace(ckpt)
+
+
+def _read_checkpoint(ckpt: Path) -> dict:
+    """A checkpoint written by ``_write_checkpoint``, loaded without running anything it holds."""
+    try:
+        blob = torch.load(ckpt, map_location="cpu", weights_only=True)
+        json.loads(blob["meta"])
+    except Exception as e:  # noqa: BLE001 - whatever torch trips on, the file is not a checkpoint it can read
+        raise LoopcostError(f"{ckpt} is not a loopcost training checkpoint (or it is damaged or from an older "
+                            f"version): {str(e).splitlines()[0] if str(e) else type(e).__name__}; delete it "
+                            f"or train with --restart") from None
+    return blob
+
+
 def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, resume: bool = True,
           progress=print) -> dict:
     """Train on ``data``'s train split, keep the weights with the best validation MAPE at ``out``.
@@ -127,12 +156,13 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps)
     state = {"epoch": 0, "history": [], "best": None, "best_state": None}
     if resume and ckpt.exists():
-        blob = torch.load(ckpt, map_location="cpu", weights_only=False)
-        if blob["config"] == asdict(cfg) and blob["n_train"] == len(tr):
+        blob = _read_checkpoint(ckpt)
+        meta = json.loads(blob["meta"])
+        if meta["config"] == _plain(asdict(cfg)) and meta["n_train"] == len(tr):
             net.load_state_dict(blob["net"])
             opt.load_state_dict(blob["opt"])
             sched.load_state_dict(blob["sched"])
-            state = blob["state"]
+            state = {**meta["state"], "best_state": blob["best_state"]}
             torch.set_rng_state(blob["torch_rng"])
             progress(f"resuming from {ckpt} after epoch {state['epoch']}")
     rng = random.Random(cfg.seed + state["epoch"])
@@ -163,8 +193,7 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
             state["best"] = m
             state["best_state"] = copy.deepcopy(net.state_dict())
         state["epoch"] = epoch + 1
-        torch.save({"config": asdict(cfg), "n_train": len(tr), "net": net.state_dict(), "opt": opt.state_dict(),
-                    "sched": sched.state_dict(), "state": state, "torch_rng": torch.get_rng_state()}, ckpt)
+        _write_checkpoint(ckpt, cfg, len(tr), net, opt, sched, state)
         progress(f"epoch {epoch + 1}/{cfg.epochs}: train loss {row['train_loss']:.4f}, val MAPE {m['mape']:.1f}%, "
                  f"val Spearman/program {m['spearman_per_program_mean']:.3f} ({row['seconds']:.0f} s)")
     net.load_state_dict(state["best_state"])

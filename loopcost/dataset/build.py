@@ -43,8 +43,10 @@ def _check_machine(store: Store, r: BatchResult, allow_mixed: bool) -> int:
 
 
 def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster: str | None = None,
-          allow_mixed: bool = False, noise_fraction: float = NOISE_FRACTION, progress: bool = True) -> dict:
-    """Measure programs ``0 .. programs-1`` of ``cfg.seed``'s stream; skip those already stored."""
+          allow_mixed: bool = False, noise_fraction: float = NOISE_FRACTION, progress: bool = True,
+          security: str | None = None) -> dict:
+    """Measure programs ``0 .. programs-1`` of ``cfg.seed``'s stream; skip those already stored (``cluster``,
+    ``security``: see ``runner.dask.executor``)."""
     if programs < 1 or workers < 1:
         raise LoopcostError("--programs and --workers must be at least 1")
     with Store(db) as store:
@@ -68,7 +70,7 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
         bar = Progress(len(todo), "programs", progress)
         stats = {"programs": 0, "schedules": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
         t0 = time.monotonic()
-        with executor(workers, cluster) as ex:
+        with executor(workers, cluster, security) as ex:
             pending: dict[cf.Future, tuple[str, int | None]] = {}
             queue = list(todo)
             noise_due, flushed = 0, False

@@ -39,6 +39,12 @@ def domains(p: Program, only: frozenset[str] | None = None) -> isl.UnionSet:
     return out
 
 
+def never_run(p: Program) -> list[str]:
+    """The computations of ``p`` whose iteration domain is empty (loops that run zero times, guards that
+    never hold)."""
+    return [c.name for c, loops in p.walk_computations() if isl.Set(domain_str(c, loops)).is_empty()]
+
+
 def access_map(comp: Computation, loops: tuple[Loop, ...], r: Read) -> isl.Map:
     dom = isl.Set(domain_str(comp, loops))
     m = isl.Map("{ " + _tuple(comp.name, loops) + f" -> {r.buffer}[{', '.join(a.to_c() for a in r.index)}] }}")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import KernelLoadError, LoopcostError
+from ..ir.polyhedral import never_run
 from ..ir.program import Program
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ def load_kernel(spec: str, size: str = "small", *, function: str | None = None, 
         except ValueError:
             raise LoopcostError(f"--param {name}={value}: the value must be an integer") from None
     k = load_c(spec, function=function, defines=parse_pairs(defines, "-D", False), params=sizes)
+    empty = never_run(k.program)
+    if empty:
+        given = " ".join(f"--param {n}={v}" for n, v in sizes.items())
+        raise LoopcostError(f"{spec}: {', '.join(empty)} would never run{' with ' + given if given else ''} (its "
+                            f"loops run zero times): give sizes that make every loop run at least once")
     return k.program, k
 
 

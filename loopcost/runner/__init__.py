@@ -23,15 +23,16 @@ __all__ = ["DaskRunner", "LocalRunner", "Measurement", "RecordingRunner", "Runne
 @contextmanager
 def open_runner(cluster: str | None = None, *, toolchain: Toolchain | None = None, workers: int = 2,
                 timeout: float = 600.0, store: Path | None = None, source: str = "search",
-                reuse: bool = True) -> Iterator[Runner]:
+                reuse: bool = True, security: str | None = None) -> Iterator[Runner]:
     """A runner on this machine (``cluster`` None) or on a Dask cluster (``"local"`` or a scheduler address),
     closed (with its cluster connection) on exit; with ``store``, it records what it measures there and,
-    with ``reuse``, takes what this machine measured before from there instead of measuring it again."""
+    with ``reuse``, takes what this machine measured before from there instead of measuring it again;
+    ``security`` reaches a ``tls://`` scheduler (see ``dask.executor``)."""
     toolchain = toolchain or Toolchain()
     if cluster is None:
         yield _recorded(LocalRunner(toolchain, timeout), store, source, reuse)
         return
-    with executor(workers, cluster) as pool:
+    with executor(workers, cluster, security) as pool:
         yield _recorded(DaskRunner(pool, toolchain, timeout), store, source, reuse)
 
 

@@ -11,24 +11,62 @@ set to their core count, or ``dask worker --no-nanny``).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
 
 from ..codegen.compiler import Toolchain
 from ..codegen.harness import Harness
-from ..errors import LoopcostError
+from ..errors import EnvironmentFailure, LoopcostError
 from ..ir.state import ProgramState
 from .local import harnesses, measure_built
 from .measurement import Measurement
 from .process import Timing
 
+#: the settings of ``distributed.Security`` a ``--security`` file may give
+SECURITY_KEYS = ("tls_ca_file", "tls_client_cert", "tls_client_key", "require_encryption", "tls_min_version")
+
+
+def security_from(path: str | None):
+    """The ``distributed.Security`` to reach a scheduler with: the settings of a JSON file (``--security``:
+    ``{"tls_ca_file": ..., "tls_client_cert": ..., "tls_client_key": ...}``), or, without one, Dask's
+    configuration (``distributed.comm.tls.*``)."""
+    from distributed.security import Security
+
+    if path is None:
+        return Security()
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise LoopcostError(f"--security {path}: not a readable JSON file ({e})") from None
+    if not isinstance(doc, dict) or set(doc) - set(SECURITY_KEYS):
+        raise LoopcostError(f"--security {path}: a JSON object of {', '.join(SECURITY_KEYS)} only")
+    for key, value in doc.items():
+        if key.endswith(("_file", "_cert", "_key")) and not Path(value).is_file():
+            raise LoopcostError(f"--security {path}: {key} {value} is not a file")
+    return Security(**doc)
+
+
+def _open_warning(cluster: str) -> str | None:
+    """What to tell a user who sends programs to a scheduler over plain TCP beyond this machine."""
+    host = urlparse(cluster if "://" in cluster else f"tcp://{cluster}").hostname or ""
+    if cluster.startswith("tls://") or host in ("localhost", "::1") or host.startswith("127."):
+        return None
+    return (f"loopcost: warning: {cluster} is plain TCP: anyone who can reach this scheduler can run code on its "
+            f"workers (they compile and run what they are sent); use tls://HOST:PORT with --security FILE")
+
 
 @contextmanager
-def executor(workers: int, cluster: str | None) -> Iterator[cf.Executor]:
+def executor(workers: int, cluster: str | None, security=None) -> Iterator[cf.Executor]:
     """A process pool on this machine (``cluster`` None), a new Dask LocalCluster (``"local"``), or the
-    Dask scheduler at ``cluster`` (``tcp://HOST:PORT``), as a ``concurrent.futures`` executor."""
+    Dask scheduler at ``cluster`` (``tcp://HOST:PORT``, or ``tls://HOST:PORT`` reached with ``security``:
+    a ``--security`` file's name, a ``distributed.Security``, or None for Dask's configuration), as a
+    ``concurrent.futures`` executor."""
     if cluster is None:
         with cf.ProcessPoolExecutor(max_workers=workers) as ex:
             yield ex
@@ -47,10 +85,17 @@ def executor(workers: int, cluster: str | None) -> Iterator[cf.Executor]:
                              dashboard_address=None) as lc, Client(lc) as client:
             yield client.get_executor()
         return
+    warning = _open_warning(cluster)
+    if warning:
+        print(warning, file=sys.stderr)
+    sec = security_from(security) if security is None or isinstance(security, str) else security
+    if cluster.startswith("tls://") and not sec.get_tls_config_for_role("client").get("ca_file"):
+        raise LoopcostError(f"{cluster} needs certificates: --security FILE, or Dask's distributed.comm.tls "
+                            f"configuration")
     try:
-        client = Client(cluster, timeout=30)
-    except OSError as e:
-        raise LoopcostError(f"cannot reach Dask scheduler {cluster}: {e}") from None
+        client = Client(cluster, timeout=30, security=sec)
+    except (OSError, TimeoutError) as e:
+        raise EnvironmentFailure(f"cannot reach Dask scheduler {cluster}: {e}") from None
     with client:
         yield client.get_executor()
 

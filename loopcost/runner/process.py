@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
+import resource
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -45,6 +47,38 @@ class Timing:
                 f"max_time_us={int(self.max_time * 1e6)}"]
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one harness process may take: bytes of address space, bytes of any file it writes, seconds of
+    CPU (all its threads together). A variant that allocates or writes without end is stopped by them and
+    reported as a failed measurement, never the machine's failure."""
+
+    address_space: int
+    file_size: int
+    cpu_seconds: int
+
+    @staticmethod
+    def for_run(timeout: float) -> Limits:
+        """Three quarters of the machine's memory, half of it for a file, and the timeout's worth of CPU on
+        every core (the wall-clock timeout stops a process that waits)."""
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return Limits(memory * 3 // 4, memory // 2, int(timeout * (os.cpu_count() or 1)) + 10)
+
+    def apply(self) -> None:
+        """Set the limits on this process (the harness's, between fork and exec)."""
+        resource.setrlimit(resource.RLIMIT_AS, (self.address_space, self.address_space))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_size, self.file_size))
+        resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 5))
+
+    def why(self, returncode: int) -> str | None:
+        """The limit a process killed with ``returncode`` ran into, if that is what killed it."""
+        if returncode == -signal.SIGXCPU:
+            return f"limit: more than {self.cpu_seconds} s of CPU time"
+        if returncode == -signal.SIGXFSZ:
+            return f"limit: wrote a file of more than {self.file_size} bytes"
+        return None
+
+
 def _why(returncode: int, stderr: str) -> str:
     if returncode < 0:
         return f"crash: killed by signal {signal.Signals(-returncode).name}: {stderr.strip()[-2000:]}"
@@ -52,21 +86,26 @@ def _why(returncode: int, stderr: str) -> str:
 
 
 def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), seed: int = 0,
-                 dump_prefix: str | None = None, timeout: float = 120.0) -> list[RunResult]:
-    """Run ``variants`` of a harness in one process; one RunResult per variant, in order.
+                 dump_prefix: str | None = None, timeout: float = 120.0,
+                 limits: Limits | None = None) -> list[RunResult]:
+    """Run ``variants`` of a harness in one process within ``limits`` (default ``Limits.for_run(timeout)``);
+    one RunResult per variant, in order.
 
-    A variant that crashes or times out gets an error; the variants after it
+    A variant that crashes, times out or runs into a limit gets an error; the variants after it
     run again in a fresh process, so one bad schedule costs only itself.
     """
     if not variants:
         return []
+    limits = limits or Limits.for_run(timeout)
     cmd = [str(exe), f"seed={seed}", *timing.args(), f"variants={','.join(map(str, variants))}"]
     if dump_prefix:
         cmd.append(f"dump={dump_prefix}")
     with machine_lock():
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-            out, failure = res.stdout, (None if res.returncode == 0 else _why(res.returncode, res.stderr))
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                                 preexec_fn=limits.apply)
+            out = res.stdout
+            failure = None if res.returncode == 0 else limits.why(res.returncode) or _why(res.returncode, res.stderr)
         except subprocess.TimeoutExpired as e:
             out = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or ""
             failure = f"timeout: no result after {timeout:g} s"
@@ -89,4 +128,4 @@ def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), s
         failure = f"unreadable harness output: {out[:300]!r}"
     rest = variants[len(results) + 1:]
     return results + [RunResult(error=failure)] + run_variants(
-        exe, rest, timing=timing, seed=seed, dump_prefix=None, timeout=timeout)
+        exe, rest, timing=timing, seed=seed, dump_prefix=None, timeout=timeout, limits=limits)
