@@ -295,6 +295,7 @@ def cmd_optimize(a: argparse.Namespace) -> int:
 
     program, ckernel = load_kernel(a.kernel, a.size, function=a.function, defines=a.define,
                                     params=a.param)
+    a.search = a.search or ("adaptive" if a.measure else "beam")  # adaptive measures as it searches
     model, path = None, None
     if a.search != "exec":
         from .paths import machine_model
@@ -416,9 +417,10 @@ def parser() -> argparse.ArgumentParser:
 
     o = sub.add_parser("optimize", help="search a schedule, measure the best candidates, keep the fastest")
     source_args(o, size="bench")  # a small kernel runs in microseconds: noise decides its speedups
-    o.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec", "adaptive"],
-                   help="adaptive: measures a few of the model's best candidates at a time, and updates the "
-                        "model with every measurement (--measure-budget, --strategy)")
+    o.add_argument("--search", default=None, choices=["beam", "mcts", "random", "exec", "adaptive"],
+                   help="adaptive (the default; beam with --no-measure): measures a few of the model's best "
+                        "candidates at a time, and updates the model with every measurement (--measure-budget, "
+                        "--strategy); beam: the model alone, then its --top-k measured (seconds)")
     o.add_argument("--measure-budget", type=at_least(1), default=48, help="adaptive: schedules measured at most")
     o.add_argument("--batch", type=at_least(1), default=8, help="adaptive, rounds: schedules measured a round")
     o.add_argument("--strategy", default="rounds", choices=["rounds", "staged"],
@@ -589,7 +591,9 @@ def _failure(e: Exception) -> tuple[int, str]:
     if isinstance(e, LoopcostError):
         return 2, f"error: {e}"
     if isinstance(e, sqlite3.Error):
-        return 3, f"database error: {first} (another process may hold the database, or the disk is full)"
+        why = ("the disk is full" if "full" in first else "another process holds it" if "locked" in first
+               else "its file may be damaged")
+        return 3, f"database error: {first} ({why})"
     if isinstance(e, MemoryError):
         return 3, "out of memory"
     if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)):

@@ -122,3 +122,23 @@ def test_a_run_that_times_out_exits_1_with_its_reason():
     r = run("run", "gemm", "--size", "small", "--timeout", "0.0001", "--store", "none")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.strip().startswith("loopcost: not verified:") and "timeout" in r.stderr, r.stderr
+
+
+def _fake_cc(path, on_compile: str) -> str:
+    path.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "fakecc 1.0"; exit 0; fi\n{on_compile}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_compiler_that_crashes_or_hangs_is_the_environments_failure(tmp_path, monkeypatch, capsys):
+    from loopcost.codegen import compiler
+
+    crash = _fake_cc(tmp_path / "crash-cc", "echo 'fakecc: about to die' >&2; kill -SEGV $$")
+    assert cli.main(["run", "gemm", "--size", "small", "--cc", crash, "--store", "none"]) == 3
+    err = capsys.readouterr().err
+    assert "compiler crashed" in err and "about to die" in err and "Traceback" not in err, err
+    monkeypatch.setattr(compiler, "COMPILE_TIMEOUT", 1.0)
+    hang = _fake_cc(tmp_path / "hang-cc", "sleep 30")
+    assert cli.main(["run", "gemm", "--size", "small", "--cc", hang, "--store", "none"]) == 3
+    err = capsys.readouterr().err
+    assert "ran for more than 1 s" in err and one_line_error(err), err

@@ -137,6 +137,8 @@ def argv(draw) -> list[str]:
         out += ["--size", "small"]  # a benchmark-size search or run takes minutes: valid, but out of bound
     if name == "optimize" and "--search" in out and out[out.index("--search") + 1] == "exec":
         out[out.index("--search") + 1] = "beam"
+    if name == "optimize" and "--measure-budget" not in out:
+        out += ["--measure-budget", "2"]  # the default search measures 48 schedules: valid, but slow
     return out
 
 

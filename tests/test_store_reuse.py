@@ -281,3 +281,61 @@ def test_a_hundred_kills_at_seeded_moments_lose_and_duplicate_nothing(tmp_path):
         assert set(names) == {f"k-{b}-{k}" for b in range(done) for k in range(size)}  # nothing lost
     write_from(done, done + 3)
     assert len(batches_stored()) == (done + 3) * size
+
+
+def test_a_full_store_refuses_a_batch_whole_keeps_what_it_held_and_exits_3(tmp_path, monkeypatch):
+    from loopcost import cli
+
+    db = tmp_path / "m.sqlite"
+    record(db, states()[0], Counting().measure(states()[:2], labels=TEXTS[:2]), "test")
+    real = sqlite3.connect
+
+    def full(*args, **kw):  # the disk fills up: the file may not grow by a page
+        con = real(*args, **kw)
+        con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0]}")
+        return con
+
+    monkeypatch.setattr(sqlite3, "connect", full)
+    big = Counting().measure(states()[:1] * 300, labels=[f"U(j,{k}) {'V(i,4) ' * 30}" for k in range(300)])
+    with pytest.raises(sqlite3.OperationalError, match="full") as e:
+        record(db, states()[0], big, "test")
+    code, line = cli._failure(e.value)
+    assert code == 3 and "the disk is full" in line and "\n" not in line
+    monkeypatch.undo()
+    with Store(db) as store:
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert sorted(r.schedule_text for r in store.runs(matvec().content_hash())) == sorted(TEXTS[:2])
+
+
+@pytest.mark.slow
+def test_two_adaptive_optimizes_at_once_and_one_killed_mid_search_lose_nothing(tmp_path):
+    db = tmp_path / "m.sqlite"
+    cmd = [sys.executable, "-m", "loopcost.cli", "optimize", "gemm", "--size", "small", "--search", "adaptive",
+           "--measure-budget", "6", "--batch", "3", "--store", str(db), "--json"]
+    procs = [subprocess.Popen(cmd + ["--seed", str(k)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(2)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+        outs.append(json.loads(out))
+    with Store(db) as store:
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        stored = store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    fresh = sum(o["measurements"] - o["reused"] for o in outs)
+    assert stored >= fresh > 0  # every measurement either made is in the store (the final ones too)
+    # a third search killed once its first batch is stored leaves whole batches; a rerun takes them back
+    killed = subprocess.Popen(cmd + ["--remeasure"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        with Store(db) as store:
+            if store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= stored + 3:
+                break
+        time.sleep(0.1)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=60)
+    with Store(db) as store:
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= stored + 3
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and json.loads(again.stdout)["reused"] >= 3, again.stderr[-2000:]

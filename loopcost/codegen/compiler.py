@@ -13,10 +13,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CompileError, CompilerNotFoundError
+from ..errors import CompileError, CompilerNotFoundError, EnvironmentFailure
 from ..paths import cache_root
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
+#: seconds one compiler call may take before the compiler counts as hung (the environment's failure)
+COMPILE_TIMEOUT = 600.0
 
 
 @functools.cache
@@ -25,7 +27,10 @@ def compiler_version(cc: str) -> str:
     if shutil.which(cc) is None:
         raise CompilerNotFoundError(
             f"C compiler {cc!r} not found on PATH; install gcc or set CC / --cc to a compiler")
-    out = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentFailure(f"C compiler {cc!r} did not answer `{cc} --version` within 60 s") from None
     return (out.stdout or out.stderr).splitlines()[0].strip() if (out.stdout or out.stderr) else cc
 
 
@@ -59,7 +64,16 @@ def _cached(key: str, cache_dir: Path | None, build) -> Path:
 
 
 def _run(cmd: list[str], what: str) -> None:
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    """Run the compiler: code it rejects is a ``CompileError``; a compiler that crashes (killed by a
+    signal) or hangs past ``COMPILE_TIMEOUT`` is the environment's failure."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=COMPILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentFailure(f"{what}: the compiler ran for more than {COMPILE_TIMEOUT:g} s: "
+                                 f"{shlex.join(cmd)}") from None
+    if res.returncode < 0:
+        raise EnvironmentFailure(f"{what}: the compiler crashed (signal {-res.returncode}): {shlex.join(cmd)}\n"
+                                 f"{res.stderr.strip()[:2000]}")
     if res.returncode != 0:
         raise CompileError(f"{what}: {shlex.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.strip()[:4000]}")
 

@@ -14,11 +14,12 @@ import hashlib
 import json
 import sqlite3
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import LoopcostError
+from ..errors import EnvironmentFailure, LoopcostError
 
 SCHEMA_VERSION = "2"
 
@@ -104,20 +105,37 @@ class Row:
         return b / m if self.verified and m and b else None
 
 
+#: seconds a store waits for another process's lock before the command fails (exit 3)
+LOCK_TIMEOUT = 60.0
+
+
 class Store:
     """A measurement database file; safe to kill at any moment (SQLite WAL, one transaction per batch)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.db = sqlite3.connect(str(self.path), timeout=60)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
-            self._add_columns()
-        except sqlite3.DatabaseError as e:
-            raise LoopcostError(f"{self.path} is not a loopcost database ({e})") from None
+        deadline = time.monotonic() + LOCK_TIMEOUT
+        while True:
+            self.db = None
+            try:
+                self.db = sqlite3.connect(str(self.path), timeout=LOCK_TIMEOUT)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(SCHEMA)
+                self._add_columns()
+                break
+            except sqlite3.OperationalError as e:  # another process setting the file up: its lock, briefly
+                if self.db is not None:
+                    self.db.close()
+                if "locked" not in str(e) and "busy" not in str(e):
+                    raise EnvironmentFailure(f"{self.path}: {e}") from None
+                if time.monotonic() > deadline:
+                    raise EnvironmentFailure(f"{self.path} stayed locked by another process for "
+                                             f"{LOCK_TIMEOUT:g} s") from None
+                time.sleep(0.05)
+            except sqlite3.DatabaseError as e:
+                raise LoopcostError(f"{self.path} is not a loopcost database ({e})") from None
         with self.db:
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         if self.meta("schema") != SCHEMA_VERSION:
