@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
-from .errors import CompileError, EnvironmentFailure, LoopcostError
+from .errors import CompileError, EnvironmentFailure, LoopcostError, first_line
 from .generator.schedules import STAGED_SHARE
 from .ir.dependence import dependences
 from .kernels import KERNELS
@@ -585,7 +585,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _failure(e: Exception) -> tuple[int, str]:
     """The exit code of an exception and its one-line message."""
-    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    first = first_line(e)
     if isinstance(e, EnvironmentFailure):
         return 3, f"error: {e}"
     if isinstance(e, LoopcostError):

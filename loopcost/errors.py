@@ -5,6 +5,13 @@ prints these without a traceback: exit 3 for an ``EnvironmentFailure``, 2 for th
 """
 
 
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none): what a one-line error
+    quotes of a library's failure."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 class LoopcostError(Exception):
     """Base class of every error caused by bad input or a bad environment."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import LoopcostError
+from ..errors import LoopcostError, first_line
 from ..features import layout
 from ..features.extract import FeatureTree, featurize
 from ..ir.state import ProgramState
@@ -113,7 +113,7 @@ class CostModel:
             blob = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001 - whatever torch trips on, the file is not a model it can read
             raise LoopcostError(f"{path} is not a loopcost model (or it is damaged): "
-                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+                                f"{first_line(e)}") from None
         if not isinstance(blob, dict) or blob.get("feature_version") != layout.VERSION:
             found = blob.get("feature_version") if isinstance(blob, dict) else None
             raise LoopcostError(f"{path} was trained on feature layout {found}; this loopcost computes layout "
@@ -127,7 +127,7 @@ class CostModel:
                 nets.append(net)
         except (KeyError, TypeError, RuntimeError) as e:
             raise LoopcostError(f"{path} is not a loopcost model of this version: "
-                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+                                f"{first_line(e)}") from None
         card_file = card_path(path)
         try:
             card = json.loads(card_file.read_text()) if card_file.exists() else {}

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import LoopcostError
+from ..errors import LoopcostError, first_line
 from .batch import collate
 from .card import training_card
 from .data import Dataset, load
@@ -115,13 +115,14 @@ def _write_checkpoint(ckpt: Path, cfg: TrainConfig, n_train: int, net, opt, sche
 
 
 def _read_checkpoint(ckpt: Path) -> dict:
-    """A checkpoint written by ``_write_checkpoint``, loaded without running anything it holds."""
+    """A checkpoint written by ``_write_checkpoint`` (its ``meta`` read back from JSON), loaded without
+    running anything it holds."""
     try:
         blob = torch.load(ckpt, map_location="cpu", weights_only=True)
-        json.loads(blob["meta"])
+        blob = {**blob, "meta": json.loads(blob["meta"])}
     except Exception as e:  # noqa: BLE001 - whatever torch trips on, the file is not a checkpoint it can read
         raise LoopcostError(f"{ckpt} is not a loopcost training checkpoint (or it is damaged or from an older "
-                            f"version): {str(e).splitlines()[0] if str(e) else type(e).__name__}; delete it "
+                            f"version): {first_line(e)}; delete it "
                             f"or train with --restart") from None
     return blob
 
@@ -157,7 +158,7 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     state = {"epoch": 0, "history": [], "best": None, "best_state": None}
     if resume and ckpt.exists():
         blob = _read_checkpoint(ckpt)
-        meta = json.loads(blob["meta"])
+        meta = blob["meta"]
         if meta["config"] == _plain(asdict(cfg)) and meta["n_train"] == len(tr):
             net.load_state_dict(blob["net"])
             opt.load_state_dict(blob["opt"])
