@@ -160,18 +160,23 @@ def main() -> None:
                     help="search again the kernels OUT.jsonl holds, taking beam's and exec's searches (not their "
                          "measurements) from their rows when measured on this machine")
     ap.add_argument("--out", default=str(ROOT / "bench" / "ADAPTIVE.md"))
+    ap.add_argument("--pause-file", type=Path,
+                    help="before each kernel, wait while this file exists (to use the machine for other work "
+                         "without disturbing a measurement)")
     args = ap.parse_args()
-    groups = [g for g in args.kernels if g in ("bench", "selection", "c")] or ["bench", "selection", "c"]
+    chosen = [g for g in args.kernels if g in ("bench", "selection", "c")]
     names = {k for k in args.kernels if k not in ("bench", "selection", "c")}
     model = CostModel.load(args.model)
     info = machine_info(Toolchain().describe())
     jsonl = Path(args.out).with_suffix(".jsonl")
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
     done = {(r["group"], r["kernel"]): r for r in rows}
-    for group, name, program in programs(groups):
+    for group, name, program in programs(["bench", "selection", "c"] if names else chosen):
         old = done.get((group, name))
-        if (old is not None and not args.redo) or (names and name not in names):
+        if (old is not None and not args.redo) or not (group in chosen or name in names):
             continue
+        while args.pause_file is not None and args.pause_file.exists():
+            time.sleep(5)
         earlier = old if old is not None and old["machine"] == fingerprint(info) else None
         t0 = time.time()
         row = {"group": group, "kernel": name,

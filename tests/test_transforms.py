@@ -27,6 +27,11 @@ LEGAL = [
     ("blur", "T2(y,x,8,32) P(y_t)"),
     ("conv2d", "T2(y,x,4,8) P(n)"),
     ("2mm", "F(S0,S1,2) F(S2,S3,2)"),
+    ("gemm", "J(i,4) J(j,8)"),
+    ("gemm", "F(S0,S1,0) J(i,3) J(j,7) P(i_r)"),  # partial blocks of both loops (40 = 13*3+1, 50 = 7*7+1)
+    ("gemm", "T2(i,j,16,16) J(i,2) J(j,4)"),
+    ("jacobi-2d", "J(i,2) J(i_1,4) P(i_r)"),
+    ("conv2d", "J(f,4) P(n)"),
 ]
 
 ILLEGAL = [
@@ -40,6 +45,7 @@ ILLEGAL = [
     ("jacobi-2d", "I(t,i)", ""),
     ("blur", "F(S0,S1,1)", "RAW on bx (S0->S1)"),
     ("heat-3d", "P(t)", ""),
+    ("seidel-2d", "J(i,2)", "on A"),  # A[i][j] needs A[i-1][j+1]: i cannot run inside j
 ]
 
 
@@ -83,6 +89,9 @@ def test_fusion_and_distribution():
     ("I(i,nope)", "no loop 'nope'"),
     ("T2(i,j,8)", "takes 4 arguments"),
     ("P(i", "cannot read schedule"),
+    ("J(i,1)", "must be 2..16"),
+    ("P(i) J(i,4)", "already parallel"),
+    ("J(i,16) J(j,16)", "a block of 256 copies"),
 ])
 def test_malformed_requests_are_refused(schedule, message):
     with pytest.raises(ScheduleError, match=message):
@@ -96,7 +105,7 @@ def test_partial_tiles_are_exact():
 
 
 def test_notation_and_json_round_trip():
-    text = "I(i,j) T2(i,k,32,64) T3(i,j,k,8,8,8) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1)"
+    text = "I(i,j) T2(i,k,32,64) T3(i,j,k,8,8,8) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1) J(i,4)"
     s = Schedule.parse(text)
     assert str(s) == text
     assert Schedule.parse("  I( i , j )T2(i,k,32,64)") == Schedule.parse("I(i,j) T2(i,k,32,64)")
@@ -121,9 +130,11 @@ def test_candidates_are_legal_cover_every_kind_and_exclude_illegal_ones():
 
 def test_factor_sets_are_options():
     st = ProgramState.initial(prog("gemm"))
-    opts = SpaceOptions(tile_sizes=(4,), unroll_factors=(3,), vector_widths=(2,), skew_factors=(5,))
+    opts = SpaceOptions(tile_sizes=(4,), unroll_factors=(3,), vector_widths=(2,), skew_factors=(5,),
+                        jam_factors=(6,))
     strs = {str(t) for t in proposals(st, opts)}
-    assert {"T2(i,j,4,4)", "U(k,3)", "S(j,k,5)"} <= strs
+    assert {"T2(i,j,4,4)", "U(k,3)", "S(j,k,5)", "J(i,6)", "J(j,6)"} <= strs
+    assert "J(k,6)" not in strs  # k encloses no loop: jamming it is unrolling it
     assert not any(s.startswith("T2") and "32" in s for s in strs)
 
 
@@ -170,3 +181,37 @@ def test_order_keeping_steps_are_judged_like_a_full_check():
                 break
             state = step.state
     assert judged > 200 and refused > 10
+
+
+def test_unroll_and_jam_sinks_the_block_innermost_and_keeps_it_in_registers():
+    from loopcost.codegen.c_source import kernel_c
+
+    st = Schedule.parse("J(i,4) J(j,8)").apply(prog("gemm"))
+    assert st.comp("S1").loops == ("i_r", "j_r", "k", "i", "j")
+    assert st.comp("S0").loops[:4] == ("i_r", "j_r", "i", "j")
+    code = kernel_c(st)
+    # 4x8 accumulators loaded before the k loop and stored after it, in the version without guards
+    assert code.count("double lc_r") == 32 and "lc_r31 += " in code
+    # 50 = 6*8 + 2: the last block of j has guards, tested once before the k loop, which runs without them
+    assert "if ((8 * c3 <= 49) && (8 * c3 + 1 <= 49)" in code and "} else {" in code
+    assert measure_one(st).verified
+
+
+def test_scalar_replacement_refuses_elements_that_may_alias():
+    """Only a buffer whose every access in the loop stays put, at elements distinct at every point, is kept
+    in locals: C[i][j] += C[i+8][k] leaves C in memory (the read moves with k)."""
+    from loopcost.codegen.blocks import distinct as _distinct
+    from loopcost.codegen.c_source import kernel_c
+    from loopcost.ir.affine import Affine
+    from loopcost.ir.dsl import ProgramBuilder
+
+    c1, c3 = Affine.var("c1"), Affine.var("c3")
+    assert _distinct(("C", (c1, c3 + 1)), ("C", (c1, c3)))
+    assert not _distinct(("C", (c1, c3)), ("C", (c3, c1)))  # the same element where c1 == c3
+    p = ProgramBuilder("shifted")
+    C = p.output("C", (16, 8))
+    with p.loop("i", 0, 8) as i, p.loop("j", 0, 8) as j, p.loop("k", 0, 8) as k:
+        C[i, j] += C[i + 8, k] * 0.5
+    st = Schedule.parse("J(i,2) J(j,2)").apply(p.build())
+    assert "lc_r" not in kernel_c(st)
+    assert measure_one(st).verified

@@ -278,6 +278,8 @@ _TAG_FIELDS: dict[str, tuple[str, str | None]] = {
     "unroll": ("unroll", "log2_unroll_factor"), "tile": ("tile_loop", "log2_tile_size"),
     "tiled": ("tiled", "log2_tiled_size"), "interchanged": ("interchanged", None),
     "skewed": ("skewed", "skew_factor"), "reversed": ("reversed", None),
+    # layout 3 has no field of its own for a jammed loop: it is an unrolled one (fully, by its factor)
+    "jam": ("unroll", "log2_unroll_factor"),
 }
 
 

@@ -23,8 +23,9 @@ import islpy as isl
 from ..errors import ScheduleError
 from .program import Program
 
-#: tags that change the generated code (a loop takes at most one of them)
-CODE_TAGS = ("parallel", "vector", "unroll")
+#: tags that change the generated code (a loop takes at most one of them); a ``jam`` loop is unrolled
+#: fully by code generation, its copies side by side (register tiling)
+CODE_TAGS = ("parallel", "vector", "unroll", "jam")
 #: tags that record what transformations did to a loop, for the features
 HISTORY_TAGS = ("tile", "tiled", "interchanged", "skewed", "reversed")
 TAG_KINDS = CODE_TAGS + HISTORY_TAGS

@@ -2,10 +2,10 @@
 
 Notation (one transformation after another, separated by spaces)::
 
-    I(i,j) T2(i,k,32,64) T3(i,j,k,32,32,32) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1)
+    I(i,j) T2(i,k,32,64) T3(i,j,k,32,32,32) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1) J(i,4)
 
-Loops are named by the program's loop names; tiling adds ``<loop>_t`` tile
-loops and vectorization a ``<loop>_v`` strip loop (see ``loopcost show
+Loops are named by the program's loop names; tiling adds ``<loop>_t`` tile loops, unroll-and-jam
+``<loop>_r`` loops over register blocks and vectorization a ``<loop>_v`` strip loop (see ``loopcost show
 KERNEL --loops``). ``F`` names computations.
 """
 
@@ -21,6 +21,7 @@ from ..ir.program import Program
 from ..ir.state import ProgramState
 from .base import Transformation
 from .fusion import Fuse
+from .jam import UnrollJam
 from .reorder import Interchange, Reverse, Skew
 from .tags import Parallelize, Unroll, Vectorize
 from .tiling import Tile
@@ -45,7 +46,7 @@ def _names(args: list[str], where: str) -> list[str]:
 
 def parse_transformation(code: str, args: list[str]) -> Transformation:
     where = f"{code}({','.join(args)})"
-    arity = {"I": 2, "R": 1, "S": 3, "P": 1, "U": 2, "V": 2, "F": 3, "T2": 4, "T3": 6}
+    arity = {"I": 2, "R": 1, "S": 3, "P": 1, "U": 2, "V": 2, "F": 3, "T2": 4, "T3": 6, "J": 2}
     if code not in arity:
         raise ScheduleError(f"unknown transformation {code!r} in {where}; known: {', '.join(arity)}")
     if len(args) != arity[code]:
@@ -62,13 +63,16 @@ def parse_transformation(code: str, args: list[str]) -> Transformation:
         return Unroll(_names(args[:1], where)[0], _ints(args[1:], where)[0])
     if code == "V":
         return Vectorize(_names(args[:1], where)[0], _ints(args[1:], where)[0])
+    if code == "J":
+        return UnrollJam(_names(args[:1], where)[0], _ints(args[1:], where)[0])
     if code == "F":
         return Fuse(*_names(args[:2], where), _ints(args[2:], where)[0])
     n = int(code[1])
     return Tile(tuple(_names(args[:n], where)), tuple(_ints(args[n:], where)))
 
 
-_BY_KIND = {cls.kind: cls for cls in (Interchange, Reverse, Skew, Parallelize, Unroll, Vectorize, Fuse, Tile)}
+_BY_KIND = {cls.kind: cls for cls in (Interchange, Reverse, Skew, Parallelize, Unroll, Vectorize, Fuse, Tile,
+                                      UnrollJam)}
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,18 @@ from ..errors import ScheduleError
 from ..ir.state import CODE_TAGS, ProgramState
 from .base import Transformation
 from .fusion import Fuse, shared_depth
+from .jam import UnrollJam
 from .legality import carried, permutable
 from .reorder import Interchange, Reverse, Skew
 from .tags import Parallelize, Unroll, Vectorize
 from .tiling import Tile
 
-KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll")
+KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll", "jam")
 #: the order in which beam search (and the staged sampler) consider transformation kinds; an interchange
-#: after skewing makes wavefronts reachable (seidel-2d: ``S(i,j,2) I(i,j)`` runs 5.1x faster at bench size)
-STAGES = ("fuse", "interchange", "interchange", "skew", "interchange", "reverse", "tile", "parallelize",
-          "vectorize", "unroll")
+#: after skewing makes wavefronts reachable (seidel-2d: ``S(i,j,2) I(i,j)`` runs 5.1x faster at bench size);
+#: two unroll-and-jams make a register block of two loops (gemm: ``J(i,4) J(j,8)``)
+STAGES = ("fuse", "interchange", "interchange", "skew", "interchange", "reverse", "tile", "jam", "jam",
+          "parallelize", "vectorize", "unroll")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class SpaceOptions:
     tile_sizes: tuple[int, ...] = (8, 16, 32, 64, 128)
     unroll_factors: tuple[int, ...] = (2, 4, 8, 16)
     vector_widths: tuple[int, ...] = (4, 8, 16)
+    jam_factors: tuple[int, ...] = (2, 4, 8)
     skew_factors: tuple[int, ...] = (1, 2)
     kinds: tuple[str, ...] = KINDS
 
@@ -65,6 +68,15 @@ def _innermost(state: ProgramState) -> list[str]:
     for cs in state.comps:
         if cs.real_loops:
             out.setdefault(cs.real_loops[-1])
+    return list(out)
+
+
+def _outer(state: ProgramState) -> list[str]:
+    """The loops that enclose another loop in some computation (those an unroll-and-jam can sink)."""
+    out: dict[str, None] = {}
+    for cs in state.comps:
+        for lp in cs.real_loops[:-1]:
+            out.setdefault(lp)
     return list(out)
 
 
@@ -131,6 +143,8 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
         out += [Vectorize(lp, w) for lp in inner for w in opts.vector_widths]
     if "unroll" in kinds:
         out += [Unroll(lp, f) for lp in inner for f in opts.unroll_factors]
+    if "jam" in kinds:
+        out += [UnrollJam(lp, f) for lp in _outer(state) if not _code_tagged(state, lp) for f in opts.jam_factors]
     return out
 
 

@@ -11,8 +11,9 @@ from .legality import loop_level
 from .levels import fresh_name, identity, insert_levels, rewrite
 
 
-def _untagged(state: ProgramState, loop: str, kind: str) -> None:
-    """A loop takes one tag: GCC needs ``omp parallel for``/``omp simd`` right before the ``for``."""
+def untagged(state: ProgramState, loop: str, kind: str) -> None:
+    """Raise unless ``loop`` exists and has no code tag yet (a loop takes one: GCC needs ``omp parallel
+    for``/``omp simd`` right before the ``for``)."""
     state.comps_with(loop)
     for t in state.tags:
         if t.loop == loop and t.kind in CODE_TAGS:
@@ -30,7 +31,7 @@ class Parallelize(Transformation):
     keeps_order = True
 
     def transformed(self, state: ProgramState) -> ProgramState:
-        _untagged(state, self.loop, "parallel")
+        untagged(state, self.loop, "parallel")
         return state.with_tags(LoopTag(self.loop, "parallel"))
 
 
@@ -47,7 +48,7 @@ class Unroll(Transformation):
     def transformed(self, state: ProgramState) -> ProgramState:
         if self.factor < 2:
             raise ScheduleError(f"unroll factor must be at least 2, got {self.factor}")
-        _untagged(state, self.loop, "unroll")
+        untagged(state, self.loop, "unroll")
         return state.with_tags(LoopTag(self.loop, "unroll", self.factor))
 
 
