@@ -4,9 +4,10 @@ A jam loop (``J(L,f)``) comes out of isl as a loop of at most ``f`` iterations; 
 ``f`` copies side by side instead (isl's own unrolling took seconds to minutes on bench-size blocks),
 each with its iterator's value and, where the loop may run fewer times (a partial block), a guard.
 Values and guards are affine expressions of the iterators around the block (a guard that always holds
-is left out, and one that depends only on outer loops can be tested once around them). Scalar replacement: the elements that a loop's copies
-update in place, at the same place in every iteration, are loaded into local variables before the loop
-and stored after it, where no other access in the loop may touch them.
+is left out, and one that depends only on outer loops can be tested once around them). Scalar
+replacement: the elements that a loop's copies update in place, at the same place in every iteration,
+are loaded into local variables before the loop and stored after it, where no other access in the loop
+may touch them.
 """
 
 from __future__ import annotations
