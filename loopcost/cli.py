@@ -279,10 +279,9 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
 
 def cmd_dataset_pack(a: argparse.Namespace) -> int:
     from .dataset.shipped import pack
-    from .paths import DATA
 
-    m = pack(a.db, a.out or DATA, a.command, parse_pairs(a.field, "--field", True))
-    print(f"packed {m['programs']} programs, {m['schedules']} schedules into {a.out or DATA}/{m['file']} "
+    m = pack(a.db, a.out, a.command, parse_pairs(a.field, "--field", True))
+    print(f"packed {m['programs']} programs, {m['schedules']} schedules into {a.out}/{m['file']} "
           f"({m['bytes'] / 2**20:.1f} MiB) with dataset.manifest.json")
     return 0
 
@@ -481,9 +480,10 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", required=True, type=output_file)
     ex.add_argument("--no-progress", action="store_true")
     ex.set_defaults(func=cmd_dataset_export)
-    pk = dsub.add_parser("pack", help="compress a database with a manifest (default: as the shipped dataset)")
+    pk = dsub.add_parser("pack", help="compress a database with a manifest (the shipped dataset's form)")
     pk.add_argument("--db", required=True, type=existing_file)
-    pk.add_argument("--out", default=None, type=output_dir, help="folder (default: loopcost/data)")
+    pk.add_argument("--out", required=True, type=output_dir,
+                    help="folder to write (the shipped dataset's is the package's loopcost/data: never by default)")
     pk.add_argument("--command", default="", help="the build command, recorded in the manifest")
     pk.add_argument("--field", action="append", default=[], metavar="KEY=VALUE",
                     help="a note to record in the manifest (repeatable), e.g. the build rate")

@@ -116,6 +116,8 @@ def test_explored_counts_the_measured_schedules_that_begin_with_the_same_step():
     assert explored("P(i)", measured) == 2 == explored("P(i) V(k,8)", measured)  # "P(i_1)" is another step
     assert explored("F(S0,S1,1) U(k,2)", measured) == 1 and explored("U(k,4)", measured) == 0
     assert explored("", measured) == 0  # the empty schedule: every step left out, never penalized
+    # two steps deep: only "P(i) U(k,4)" begins like it; a one-step schedule is never penalized there
+    assert explored("P(i) U(k,4) V(k,8)", measured, depth=2) == 1 and explored("P(i)", measured, depth=2) == 0
 
 
 def test_novelty_turns_the_beam_away_from_the_prefixes_already_measured():

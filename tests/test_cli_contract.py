@@ -33,6 +33,7 @@ def one_line_error(stderr: str) -> bool:
     ["train", "--data", "missing.npz", "--out", "m.pt"], ["train", "--lr", "-1", "--store"],
     ["evaluate", "--data", "missing.npz"], ["evaluate", "--model", "."],
     ["ensemble", "missing.pt", "--out", "m.pt"], ["optimize", "gemm", "--model", "missing.pt"],
+    ["dataset", "pack", "--db", "pyproject.toml"],  # no --out: never the package's own data folder
 ])
 def test_bad_options_are_refused_at_parse_time_in_one_line(args, capsys):
     with pytest.raises(SystemExit) as e:

@@ -129,8 +129,6 @@ def argv(draw) -> list[str]:
             out.append(option)
         else:
             out += [option, value]
-    if name == "dataset pack" and "--out" not in out:
-        out += ["--out", "{new}_pack"]  # its default is the shipped dataset's folder, in the package
     if name in ("train", "evaluate") and "--data" not in out and "--store" not in out:
         out += ["--data", draw(st.sampled_from(FILES))]  # the shipped dataset: minutes of work, out of bound
     if small and "--size" not in out:

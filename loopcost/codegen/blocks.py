@@ -75,11 +75,31 @@ def distinct(a: Element, b: Element) -> bool:
 
 @dataclass(frozen=True)
 class Copy:
-    """One copy of a jam loop's body: the iterator's value and the guard under which the copy runs (None:
-    always)."""
+    """One copy of a jam loop's body: the iterator's value, and the tests ``value <= bound`` under which it
+    runs (none: always)."""
 
     value: Affine
-    guard: str | None
+    tests: tuple[tuple[Affine, Affine], ...] = ()
+
+    @property
+    def guard(self) -> str | None:
+        return " && ".join(f"{v.to_c()} <= {b.to_c()}" for v, b in self.tests) or None
+
+
+def condition(guards: Sequence[str], tests: Mapping[str, tuple[tuple[Affine, Affine], ...]]) -> str:
+    """One C condition that holds where all ``guards`` do; of the copies' tests (``tests``: those of each copy
+    guard) that differ only by a constant, the strongest."""
+    strongest: dict[tuple, tuple[Affine, Affine]] = {}
+    rest = []
+    for g in dict.fromkeys(guards):
+        for v, b in tests.get(g, ()):
+            key = (v.terms, b)
+            if key not in strongest or v.const > strongest[key][0].const:
+                strongest[key] = (v, b)
+        if g not in tests:
+            rest.append(g)
+    parts = [f"{v.to_c()} <= {b.to_c()}" for v, b in strongest.values()] + rest
+    return parts[0] if len(parts) == 1 else " && ".join(f"({p})" for p in parts)
 
 
 def _upper_bounds(cond: isl.AstExpr, it: str, values: Values) -> list[Affine] | None:
@@ -117,8 +137,7 @@ def copies(loop: isl.AstNode, factor: int, values: Values) -> list[Copy] | None:
         left = [b - value for b in bounds]
         if any(not d.terms and d.const < 0 for d in left):
             continue  # past the end of the loop at every point
-        tests = [f"{value.to_c()} <= {b.to_c()}" for b, d in zip(bounds, left, strict=True) if d.terms]
-        out.append(Copy(value, " && ".join(tests) or None))
+        out.append(Copy(value, tuple((value, b) for b, d in zip(bounds, left, strict=True) if d.terms)))
     return out
 
 

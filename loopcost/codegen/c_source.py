@@ -20,7 +20,7 @@ from ..ir.functions import c_function
 from ..ir.polyhedral import domains
 from ..ir.program import DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
-from .blocks import Element, affine_ast, copies, element, registers
+from .blocks import Element, affine_ast, condition, copies, element, registers
 
 MACROS = """\
 #ifndef LC_MACROS
@@ -127,6 +127,7 @@ class _Printer:
         self.known: frozenset[str] = frozenset()  # guards known to hold where the node is printed
         self.local: dict[Element, str] = {}  # elements kept in local variables in the loop being printed
         self.values: dict[str, Affine | None] = {}  # iterators of the jam copies being printed: their values
+        self.tests: dict[str, tuple] = {}  # each jam copy's guard: its tests (value, bound)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -218,6 +219,7 @@ class _Printer:
             for c in block:
                 if c.guard is not None and c.guard not in self.known:
                     guards.append(c.guard)
+                    self.tests[c.guard] = c.tests
                 with self.bound(it, c.value):
                     fixed &= self._leaves(node.for_get_body(), stmts, guards)
             return fixed
@@ -341,9 +343,7 @@ class _Printer:
             jammed = found is not None and any(c.name in self.jammed for c, _ in found[0])
             guards = [g for g in found[1] if set(_ITERATOR.findall(g)) <= set(self.scope)] if jammed else []
             if guards:  # guards of partial blocks that hold in the whole loop: a version of it without them
-                guards = list(dict.fromkeys(guards))
-                test = guards[0] if len(guards) == 1 else " && ".join(f"({g})" for g in guards)
-                self.emit(depth, f"if ({test}) {{")
+                self.emit(depth, f"if ({condition(guards, self.tests)}) {{")
                 outer, self.known = self.known, self.known | set(guards)
                 self.loop(node, depth + 1, pragmas, self.leaves(node.for_get_body()))
                 self.known = outer

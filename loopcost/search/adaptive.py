@@ -42,8 +42,8 @@ STRATEGIES = ("rounds", "staged")
 class AdaptiveOptions:
     """``measure_budget`` schedules measured at most, by ``strategy``; ``rounds``: ``batch`` a round, of which
     ``explore`` are chosen by the ensemble's disagreement and, after the first round, ``novel`` by a beam
-    search turned away from the first steps already measured (``Novelty``); the beam keeps ``beam_size``
-    states."""
+    search turned away from the first steps already measured (``Novelty``; the k-th of them from the first
+    ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states."""
 
     measure_budget: int = 48
     batch: int = 8
@@ -51,6 +51,7 @@ class AdaptiveOptions:
     beam_size: int = 4
     strategy: str = "rounds"
     novel: int = 2
+    novel_depths: tuple[int, ...] = (1,)
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
@@ -71,13 +72,13 @@ def _batch(fresh: list[Scored], model: CostModel, n: int, explore: int) -> list[
     return exploit + disputed
 
 
-def explored(label: str, measured: list[str]) -> int:
-    """How many of the ``measured`` schedule texts begin with the first step of the schedule ``label``;
-    none for the empty schedule (every step left out, never penalized)."""
-    if not label:
+def explored(label: str, measured: list[str], depth: int = 1) -> int:
+    """How many of the ``measured`` schedule texts begin with the first ``depth`` steps of the schedule
+    ``label``; none for a schedule of fewer steps (the empty one: every step left out, never penalized)."""
+    head = label.split(" ")[:depth] if label else []
+    if len(head) < depth:
         return 0
-    first = label.split(" ", 1)[0]
-    return sum(m.split(" ", 1)[0] == first for m in measured)
+    return sum(m.split(" ")[:depth] == head for m in measured)
 
 
 @dataclass
@@ -91,6 +92,7 @@ class Novelty:
     scorer: ModelEvaluator
     measured: list[str]
     half: int
+    depth: int = 1
     scored: int = 0
 
     def score(self, states: Sequence[ProgramState], labels: Sequence[str] | None = None) -> np.ndarray:
@@ -98,7 +100,7 @@ class Novelty:
         base = self.scorer.score(states, labels)
         if labels is None:
             return base
-        return base * np.exp2([-explored(t, self.measured) / self.half for t in labels])
+        return base * np.exp2([-explored(t, self.measured, self.depth) / self.half for t in labels])
 
 
 @dataclass
@@ -145,12 +147,13 @@ def _rounds(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
         novel = min(opts.novel, n // 2) if learner.measured else 0
         chosen = [] if all(c.state.key in learner.measured for c in ranked[:opts.batch]) else \
             _batch(fresh, learner.scorer.model, n - novel, opts.explore)
-        if novel:
-            texts = [str(c.schedule) for c in learner.measured.values()]
-            found = beam_search(state, Novelty(learner.scorer, texts, opts.batch), beam_size=opts.beam_size,
+        texts = [str(c.schedule) for c in learner.measured.values()]
+        depths = [opts.novel_depths[k % len(opts.novel_depths)] for k in range(novel)]
+        for depth in dict.fromkeys(depths):
+            found = beam_search(state, Novelty(learner.scorer, texts, opts.batch, depth), beam_size=opts.beam_size,
                                 opts=space, keep=RANKED)
             taken = {c.state.key for c in chosen} | set(learner.measured)
-            chosen += diverse_top([c for c in found if c.state.key not in taken], novel)
+            chosen += diverse_top([c for c in found if c.state.key not in taken], depths.count(depth))
         if not chosen:
             return  # nothing new ranks high: the model agrees with what was measured
         learner.measure(chosen)

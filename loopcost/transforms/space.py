@@ -27,7 +27,9 @@ from .tiling import Tile
 KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll", "jam")
 #: the order in which beam search (and the staged sampler) consider transformation kinds; an interchange
 #: after skewing makes wavefronts reachable (seidel-2d: ``S(i,j,2) I(i,j)`` runs 5.1x faster at bench size);
-#: two unroll-and-jams make a register block of two loops (gemm: ``J(i,4) J(j,8)``)
+#: two unroll-and-jams make a register block of two loops of a tile (gemm: ``J(i,8) J(j,16)``). Before the
+#: interchanges, on the order as written, the shipped model (which never saw ``J``) ranked jams so high that
+#: an adaptive search of gemm measured 57 of them in 64 (4.2x at best, against 13.6x for the rest)
 STAGES = ("fuse", "interchange", "interchange", "skew", "interchange", "reverse", "tile", "jam", "jam",
           "parallelize", "vectorize", "unroll")
 
@@ -39,7 +41,7 @@ class SpaceOptions:
     tile_sizes: tuple[int, ...] = (8, 16, 32, 64, 128)
     unroll_factors: tuple[int, ...] = (2, 4, 8, 16)
     vector_widths: tuple[int, ...] = (4, 8, 16)
-    jam_factors: tuple[int, ...] = (2, 4, 8)
+    jam_factors: tuple[int, ...] = (2, 4, 8, 16)
     skew_factors: tuple[int, ...] = (1, 2)
     kinds: tuple[str, ...] = KINDS
 
