@@ -198,6 +198,8 @@ def test_unroll_and_jam_sinks_the_block_innermost_and_keeps_it_in_registers():
     assert re.search(r"if \(8 \* c3 \+ 7 <= 49\) \{\s*if \(\(0\) <= 29\) \{\s*double lc_r0 =", code)
     assert "} else {" in code
     assert measure_one(st).verified
+    unrolled = kernel_c(Schedule.parse("J(i,4) J(j,8) U(k,4)").apply(prog("gemm")))  # unrolling keeps the locals
+    assert "#pragma GCC unroll 4" in unrolled and unrolled.count("double lc_r") == 32
 
 
 def test_scalar_replacement_refuses_elements_that_may_alias():

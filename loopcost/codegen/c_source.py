@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import islpy as isl
 
@@ -234,7 +234,7 @@ class _Printer:
         return all([self._leaves(kid, stmts, guards) for kid in self.children(node)])
 
     @contextlib.contextmanager
-    def bound(self, it: str, value: Affine | None):
+    def bound(self, it: str, value: Affine | None) -> Iterator[None]:
         """While printing a copy of a jam loop (or a degenerate loop): ``it`` has ``value``."""
         self.values[it] = value
         try:
@@ -270,7 +270,8 @@ class _Printer:
         it = node.for_get_iterator().get_id().get_name()
         init = _isl_c(node.for_get_init())
         cond, inc = _isl_c(node.for_get_cond()), _isl_c(node.for_get_inc())
-        ready = found is not None and not found[1] and found[2] and not pragmas and not self.local
+        ready = found is not None and not found[1] and found[2] and not self.local \
+            and all(p.startswith("#pragma GCC unroll") for p in pragmas)  # not a parallel or vector loop
         local = registers(found[0], set(self.scope)) if ready and all(c.name in self.jammed for c, _ in found[0]) \
             else {}
         if local:  # the elements exist only if the loop runs: guarded by its first test
