@@ -26,12 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 from c_files import sizes_of
 from compare_models import SELECTION, kernel_name
+from report import head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.costmodel.model import CostModel
@@ -185,13 +185,10 @@ def main() -> None:
         if earlier is not None:
             row["wall_s"] += earlier["search_s"]["beam"] + earlier["search_s"]["exec"]
         rows = [r for r in rows if r is not old] + [row]
-        part = jsonl.with_suffix(".part")
-        part.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        part.replace(jsonl)  # a stop mid-write leaves the previous rows whole
+        write_rows(jsonl, rows)
         print(group, name, {c: round(v, 2) for c, v in row["speedup"].items()}, f"{row['wall_s']:.0f} s", flush=True)
     columns = ["beam", "exec"] + [f"{st}-{b}" for st in args.strategies for b in sorted(args.budgets)]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = head_commit()
     header = ("# Adaptive search against beam and exec\n\n"
               f"`python bench/adaptive.py --kernels {' '.join(args.kernels)} "
               f"--budgets {' '.join(map(str, sorted(args.budgets)))} --strategies {' '.join(args.strategies)}` "

@@ -18,11 +18,11 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
+from report import head_commit
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.codegen.harness import compilers_harness
@@ -151,8 +151,7 @@ def main() -> None:
            f"{args.budget} --tile-sizes {' '.join(map(str, args.tile_sizes))} --top-k {args.top_k} --runs {args.runs}"
            + (" --no-exec" if args.no_exec else ""))
     wall = sum(r.get("wall_s", 0.0) for r in rows)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = head_commit()
     header = (f"# Autoscheduler benchmark\n\n`{cmd}` ({time.strftime('%Y-%m-%d')}, commit {commit}, "
               f"{wall / 60:.0f} min in all). Speedups over the unscheduled program under gcc -O3 -march=native "
               "-fopenmp; every result verified against it (search columns in loopcost's harness, compiler "

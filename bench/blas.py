@@ -14,14 +14,13 @@ the unscheduled program and verified. A column's time is the median over rounds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
+from report import head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.costmodel.model import CostModel
@@ -139,12 +138,9 @@ def main() -> None:
         row = bench_kernel(name, args.searches, hand.get(name, []), args.rounds, args.runs)
         row |= {"wall_s": time.time() - t0, "machine": fingerprint(info), "threads": os.cpu_count()}
         rows.append(row)
+        write_rows(jsonl, rows)  # kernel by kernel: a stop keeps the kernels done
         print(name, {k: round(v, 1) for k, v in row["gflops"].items()}, flush=True)
-    part = jsonl.with_suffix(".part")
-    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    part.replace(jsonl)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = head_commit()
     header = (f"# Gemm-class kernels against OpenBLAS\n\n`python bench/blas.py --kernels {' '.join(args.kernels)} "
               f"--searches {' '.join(args.searches)}"
               + "".join(f" --schedule '{s}'" for s in args.schedule)

@@ -26,7 +26,6 @@ import json
 import lzma
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from report import head_commit
 
 from loopcost.costmodel.batch import collate
 from loopcost.costmodel.data import Dataset, load
@@ -380,8 +380,7 @@ def table(rows: list[dict], batch: int) -> list[str]:
 
 def report(rows: list[dict], seed: int) -> str:
     """The markdown summary of ``rows``."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=BENCH).stdout.strip()
+    commit = head_commit()
     runs: dict[tuple[int, int], tuple[set[int], set[str]]] = {}
     for r in rows:
         programs, names = runs.setdefault((r["batch"], r["threads"]), (set(), set()))

@@ -68,6 +68,11 @@ def element(r: Read, aenv: Mapping[str, Affine | None]) -> Element | None:
     return r.buffer, tuple(index)
 
 
+def element_c(e: Element) -> str:
+    """C text of an element."""
+    return e[0] + "".join(f"[{a.to_c()}]" for a in e[1])
+
+
 def distinct(a: Element, b: Element) -> bool:
     """True if the two elements differ at every point: some index differs by a nonzero constant."""
     return any(not (x - y).terms and (x - y).const != 0 for x, y in zip(a[1], b[1], strict=True))

@@ -20,7 +20,7 @@ from ..ir.functions import c_function
 from ..ir.polyhedral import domains
 from ..ir.program import DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
-from .blocks import Element, affine_ast, condition, copies, element, registers
+from .blocks import Element, affine_ast, condition, copies, element, element_c, registers
 
 MACROS = """\
 #ifndef LC_MACROS
@@ -36,7 +36,8 @@ MACROS = """\
 #endif
 """
 #: on the functions of a schedule with register blocks: gcc's default for AVX-512 CPUs is 256-bit vectors; a
-#: block's accumulators fill 512-bit ones (gemm 8x16 blocks, Xeon: 58 -> 35 ms; never slower in 6 blocks)
+#: block's accumulators fill 512-bit ones (gemm 8x16 blocks, Xeon, measured as -mprefer-vector-width=512:
+#: 58 -> 35 ms; none of 6 blocks slower)
 WIDE = "LC_WIDE"
 
 # Bumped when the C printed for a schedule changes how fast it runs, so that no dataset build mixes labels
@@ -163,7 +164,8 @@ class _Printer:
             out.append(PARALLEL_PRAGMA)
         if self.state.tag_of(loop, "vector"):
             out.append("#pragma omp simd")
-        unroll = self.state.tag_of(loop, "unroll") or self.state.tag_of(loop, "jam")  # jam: if isl could not
+        # a jam loop printed as a loop: a later step moved its block around another loop (see blocks.copies)
+        unroll = self.state.tag_of(loop, "unroll") or self.state.tag_of(loop, "jam")
         if unroll:
             out.append(f"#pragma GCC unroll {unroll.factor}")
         return out
@@ -259,7 +261,7 @@ class _Printer:
         return f"{name}({', '.join([b.name for b in self.p.buffers] + iterators)});"
 
     def loop(self, node: isl.AstNode, depth: int, pragmas: list[str],
-             found: tuple[list[isl.AstNode], list[str], bool] | None) -> None:
+             found: tuple[list[tuple[Computation, dict]], list[str], bool] | None) -> None:
         """Print a (non-degenerate) for loop; ``found``: what ``leaves`` finds in it, when it holds jammed
         statements.
 
@@ -278,9 +280,8 @@ class _Printer:
             first = re.sub(rf"\b{it}\b", f"({init})", cond)
             self.emit(depth, f"if ({first}) {{")
             depth += 1
-            for (buf, index), name in local.items():
-                self.emit(depth, f"{DTYPES[self.p.buffer(buf).dtype]} {name} = {buf}"
-                                 + "".join(f"[{a.to_c()}]" for a in index) + ";")
+            for el, name in local.items():
+                self.emit(depth, f"{DTYPES[self.p.buffer(el[0]).dtype]} {name} = {element_c(el)};")
         for pragma in pragmas:
             self.emit(depth, pragma)
         step = f"{it}++" if inc == "1" else f"{it} += {inc}"
@@ -293,8 +294,8 @@ class _Printer:
             self.local = outer
         self.emit(depth, "}")
         if local:
-            for (buf, index), name in local.items():
-                self.emit(depth, f"{buf}" + "".join(f"[{a.to_c()}]" for a in index) + f" = {name};")
+            for el, name in local.items():
+                self.emit(depth, f"{element_c(el)} = {name};")
             self.emit(depth - 1, "}")
 
     def unrolled(self, node: isl.AstNode, depth: int, block: list) -> None:
