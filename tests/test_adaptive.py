@@ -159,3 +159,66 @@ def test_optimize_adaptive_measures_its_budget_and_returns_a_verified_schedule(t
     # at most 8 measured in rounds, then the 3 best (and the unscheduled program) side by side again
     final = len(out["measured_top_k"])
     assert final in (3, 4) and final < out["measurements"] <= 8 + final
+
+
+def test_balance_counts_copies_per_memory_access_and_the_registers_a_block_keeps():
+    from loopcost.search.blocks import REGISTERS, balance
+
+    p = gemm()
+    s = KERNELS["gemm"].sizes["small"]
+    at = lambda text: balance(Schedule.parse(text).apply(p))  # noqa: E731
+    # unscheduled: C = C*beta reads and writes C (2 accesses an instance); the product keeps C[i][j] in a
+    # register across k and reads A and B (2): as many accesses as instances in all
+    assert at("") == pytest.approx(0.5)
+    # an 8x4 block: the product reads 8 A and 4 B a k for 32 copies and keeps 32 accumulators; the scaling
+    # has no loop left inside the block (straight-line: its 2 accesses a copy all count)
+    n2, n3 = s["ni"] * s["nj"], s["ni"] * s["nj"] * s["nk"]
+    assert at("J(i,8) J(j,4)") == pytest.approx((n2 + n3) / (2 * n2 + n3 * 12 / 32))
+    assert at("J(i,8) J(j,4)") > at("J(i,4) J(j,4)") > at("J(i,4)") > at("")
+    # 16x8 accumulators: more than the registers, scaled down by as much
+    assert at("J(i,16) J(j,8)") == pytest.approx((n2 + n3) / (2 * n2 + n3 * 24 / 128) * REGISTERS / 128)
+
+
+def test_blocks_are_legal_jams_of_the_nest_with_the_tail_replayed_best_worth_first():
+    from loopcost.ir.state import ProgramState
+    from loopcost.search.blocks import blocks
+
+    p = gemm()
+    found = blocks(ProgramState.initial(p), Schedule.parse("T2(i,j,8,8) P(i_t) U(k,2)"))
+    assert found and [b.worth for b in found] == sorted((b.worth for b in found), reverse=True)
+    assert len({b.jams for b in found}) == len(found)  # the same jams in another order: one block
+    for b in found:
+        text = str(b.schedule)
+        assert text.startswith("T2(i,j,8,8) J(") and " P(i_t)" in text and "J(i_t," not in text
+        assert 1 <= len(b.jams) <= 2 and Schedule.parse(text).apply(p).key == b.state.key
+    best = found[0]
+    assert {loop for loop, _ in best.jams} == {"i", "j"} and best.moves_with == {"i", "j"}
+
+
+class ByJams(ByTags):
+    """Parallel loops pay 3x, each jammed loop 2x."""
+
+    def measure(self, states, *, timing=None, reference=None, seed=0, timeout=None, labels=None):
+        self.batches.append(list(labels))
+        out = []
+        for st, label in zip(states, labels, strict=True):
+            speed = (3.0 if any(t.kind == "parallel" for t in st.tags) else 1.0) * \
+                2.0 ** sum(t.kind == "jam" for t in st.tags)
+            out.append(Measurement(label, (1.0 / speed,) * 2, (1.0, 1.0), True))
+        return out
+
+
+def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_fastest_nest():
+    from loopcost.ir.state import ProgramState
+
+    runner = ByJams()
+    scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
+    ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
+                             opts=AdaptiveOptions(measure_budget=12, batch=4, beam_size=2, blocks=0.5))
+    every = [t for b in runner.batches for t in b]
+    assert len(every) == 12 == len(set(every))
+    assert all(t.count("J(") in (1, 2) for t in every[6:])  # the second half: blocks of one or two jams
+    assert sum(t.kind == "jam" for t in ranked[0].state.tags) == 2
+    assert ranked[0].score == max(m.speedup for m in measurer.measurements)
+    with pytest.raises(Exception, match="register blocks"):
+        AdaptiveOptions(blocks=1.5)

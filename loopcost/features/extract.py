@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import LoopcostError
 from ..ir.expr import BinOp, Call, Const, reads, walk
-from ..ir.polyhedral import domain_str
+from ..ir.polyhedral import domain_str, points
 from ..ir.program import Computation, Loop, Program
 from ..ir.state import LoopTag, ProgramState
 from . import layout as L
@@ -118,18 +118,9 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int, np.
         f[_CF["reduction_mul"]] = c.reduction == "*"
         f[_CF[p.buffer(c.target.buffer).dtype]] = 1
         f[_CF["n_iters"]] = len(iters)
-        f[_CF["log2_points"]] = _log2(_points(domain_str(c, loops)))
+        f[_CF["log2_points"]] = _log2(points(domain_str(c, loops)))
         out[c.name] = (acc, f, len(iters), address)
     return out
-
-
-def _points(domain: str) -> float:
-    """Number of points of a domain: exact when small, else its bounding box."""
-    dom = isl.Set(domain)
-    box = 1.0
-    for d in range(dom.dim(isl.dim_type.set)):
-        box *= _val(dom.dim_max_val(d)) - _val(dom.dim_min_val(d)) + 1
-    return float(dom.count_val().to_python()) if box <= 2e5 else box
 
 
 # ---- the schedule part ---------------------------------------------------------

@@ -6,6 +6,7 @@ Dependences, which also need the original schedule, are in ``loopcost.ir.depende
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import islpy as isl
@@ -27,6 +28,16 @@ def domain_str(comp: Computation, loops: tuple[Loop, ...]) -> str:
     cons = [f"{lp.lower.to_c()} <= {lp.name} < {lp.upper.to_c()}" for lp in loops]
     cons += [f"{g.to_c()} >= 0" for g in comp.guards]
     return "{ " + _tuple(comp.name, loops) + (" : " + " and ".join(cons) if cons else "") + " }"
+
+
+@functools.lru_cache(maxsize=1024)
+def points(domain: str) -> float:
+    """Number of points of a domain (isl text): exact when small, else its bounding box."""
+    dom = isl.Set(domain)
+    box = 1.0
+    for d in range(dom.dim(isl.dim_type.set)):
+        box *= float(Fraction(dom.dim_max_val(d).to_str()) - Fraction(dom.dim_min_val(d).to_str()) + 1)
+    return float(dom.count_val().to_python()) if box <= 2e5 else box
 
 
 @functools.lru_cache(maxsize=256)

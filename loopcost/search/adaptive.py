@@ -29,6 +29,7 @@ from ..transforms.schedule import Schedule
 from ..transforms.space import STAGES, Move, SpaceOptions, moves
 from .base import Scored
 from .beam import beam_search
+from .blocks import NEST_KINDS, Block, blocks
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .ranking import RANKED, diverse_top
 
@@ -43,7 +44,8 @@ class AdaptiveOptions:
     """``measure_budget`` schedules measured at most, by ``strategy``; ``rounds``: ``batch`` a round, of which
     ``explore`` are chosen by the ensemble's disagreement and, after the first round, ``novel`` by a beam
     search turned away from the first steps already measured (``Novelty``; the k-th of them from the first
-    ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states."""
+    ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states. The last ``blocks`` share of the
+    budget measures register blocks of the fastest schedule's loop nest (``search.blocks``)."""
 
     measure_budget: int = 48
     batch: int = 8
@@ -52,11 +54,14 @@ class AdaptiveOptions:
     strategy: str = "rounds"
     novel: int = 2
     novel_depths: tuple[int, ...] = (1,)
+    blocks: float = 0.375
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
         if self.measure_budget < 1 or self.batch < 1 or self.beam_size < 1 or self.explore < 0:
             raise LoopcostError("--measure-budget, --batch and --budget must be at least 1")
+        if not 0 <= self.blocks <= 1:
+            raise LoopcostError("the share of the budget spent on register blocks must be between 0 and 1")
         if self.strategy not in STRATEGIES:
             raise LoopcostError(f"unknown adaptive strategy {self.strategy!r}; use one of {STRATEGIES}")
 
@@ -203,6 +208,43 @@ def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
     _rounds(state, learner, opts, space)
 
 
+def _block_batch(fresh: list[Block], fastest: dict[frozenset, float], n: int) -> list[Block]:
+    """``n`` blocks to measure, best worth first: half of them of the group (the iterators jammed) that
+    measured fastest so far, the rest the best of each group not measured yet, then the best of any."""
+    chosen: list[Block] = []
+    if fastest:
+        top = max(fastest, key=fastest.__getitem__)
+        chosen += [b for b in fresh if b.moves_with == top][:n // 2]
+    for b in fresh:
+        if len(chosen) < n and b.moves_with not in fastest and all(b.moves_with != c.moves_with for c in chosen):
+            chosen.append(b)
+    for b in fresh:
+        if len(chosen) < n and all(b is not c for c in chosen):
+            chosen.append(b)
+    return chosen
+
+
+def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
+    """Register blocks of the fastest measured schedule's loop nest (``search.blocks``: ranked by the reuse
+    they create, not by the model, which never saw them), a batch at a time, until the budget is spent or
+    none is left."""
+    found: dict[str, list[Block]] = {}
+    while (left := opts.measure_budget - len(learner.measured)) > 0 and learner.measured:
+        best = max(learner.measured.values(), key=lambda c: c.score)
+        nest = " ".join(str(s) for s in best.schedule.steps if s.kind in NEST_KINDS)
+        if nest not in found:
+            found[nest] = blocks(state, best.schedule, space)
+        fastest: dict[frozenset, float] = {}
+        for b in found[nest]:
+            if (m := learner.measured.get(b.state.key)) is not None:
+                fastest[b.moves_with] = max(fastest.get(b.moves_with, 0.0), m.score)
+        fresh = [b for b in found[nest] if b.state.key not in learner.measured]
+        if not fresh:
+            return
+        chosen = _block_batch(fresh, fastest, min(opts.batch, left))
+        learner.measure([Scored(b.worth, b.schedule, b.state) for b in chosen])
+
+
 def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: MeasuringEvaluator, *,
                     opts: AdaptiveOptions = AdaptiveOptions(), space: SpaceOptions = SpaceOptions(),
                     keep: int = RANKED, on_round: Callable[[list[Scored]], None] | None = None) -> list[Scored]:
@@ -213,5 +255,8 @@ def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: Measu
     called after each batch's measurements with every measured schedule so far, in the order measured.
     """
     learner = _Learner(scorer, measurer, opts.update, on_round)
-    (_staged if opts.strategy == "staged" else _rounds)(state, learner, opts, space)
+    first = replace(opts, measure_budget=max(1, opts.measure_budget - round(opts.blocks * opts.measure_budget)))
+    (_staged if opts.strategy == "staged" else _rounds)(state, learner, first, space)
+    _blocks(state, learner, opts, space)
+    _rounds(state, learner, opts, space)  # what the blocks left of the budget
     return sorted(learner.measured.values(), key=lambda c: -c.score)[:keep]

@@ -1,0 +1,143 @@
+"""Register blocks worth measuring on top of a schedule: unroll-and-jams ranked by the reuse they create.
+
+The shipped cost model never saw ``J`` (its features read a jam as an unroll): over gemm's best
+adaptive schedule it ranked the 196 legal one- and two-jam blocks no better than chance (the best
+measured, ``J(i_1,8) J(k,4)`` at 2.1x the schedule without it, was its 85th), and no single jam helps
+there: only pairs do. A block's worth is read from the program instead, as in Carr and Kennedy's
+unroll-and-jam balance: in the innermost loop that still runs (the jammed copies sit inside it), an
+access that does not move with that loop is loaded once before it, into a register per distinct copy,
+and one that moves costs a memory access per distinct copy per iteration. A block is worth more the
+more statement copies it runs per memory access, while what it keeps in registers fits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+
+from ..errors import ScheduleError
+from ..ir.polyhedral import domain_str, points
+from ..ir.state import CODE_TAGS, CompSchedule, ProgramState
+from ..transforms.base import Transformation
+from ..transforms.schedule import Schedule
+from ..transforms.space import SpaceOptions, moves
+
+#: values a block may keep in registers before its worth is scaled down (x86-64 with AVX-512 and AArch64
+#: have 32 vector registers)
+REGISTERS = 32
+#: the kinds of a schedule's steps that shape the loop nest a block is cut from (the rest, and the jams,
+#: are the schedule's tail, replayed on top of each block)
+NEST_KINDS = ("fuse", "interchange", "skew", "reverse", "tile")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A candidate: the schedule (nest, jams, then the tail that still applies), the state it reaches, its
+    jams, its ``balance`` (``worth``) and how deep its jammed loops are (the sum of their levels)."""
+
+    schedule: Schedule
+    state: ProgramState
+    #: the jams as (loop, factor), in any order, and the original iterators the jammed loops move with
+    jams: frozenset[tuple[str, int]]
+    moves_with: frozenset[str]
+    worth: float
+    depth: int = 0
+
+
+def _moves_with(state: ProgramState, cs: CompSchedule) -> list[set[str]]:
+    """For each loop level of ``cs``, the computation's original iterators it moves with."""
+    iters = {lp.name for lp in state.program.enclosing_loops(cs.comp)}
+    return [set(_NAME.findall(text)) & iters for text in cs.levels]
+
+
+def balance(state: ProgramState) -> float:
+    """Statement instances run per memory access, over the whole program: each computation's instances
+    (its domain's points) times its memory accesses per copy in its innermost running loop; scaled by
+    ``REGISTERS / registers`` when the elements kept in registers there (each distinct element once: a
+    reduction's load and store keep one) are more than that. A computation with no running loop left is
+    straight-line code: every access counts."""
+    ops = mem = 0.0
+    kept: set[tuple[str, str]] = set()
+    for cs in state.comps:
+        comp = state.program.computation(cs.comp)
+        moves_with = _moves_with(state, cs)
+        jams = {q: t.factor for q, name in enumerate(cs.loops)
+                if name is not None and (t := state.tag_of(name, "jam")) is not None}
+        running = [q for q, name in enumerate(cs.loops) if name is not None and q not in jams]
+        inner = moves_with[running[-1]] if running else None
+        n_mem = 0
+        for access in [comp.target, *comp.reads()]:
+            used = {v for a in access.index for v, _ in a.terms}
+            n = math.prod(f for q, f in jams.items() if used & moves_with[q])
+            if inner is None or used & inner:
+                n_mem += n
+            else:
+                kept |= {(access.buffer, f"{access.index}#{k}") for k in range(n)}
+        instances = points(domain_str(comp, state.program.enclosing_loops(cs.comp)))
+        ops += instances
+        mem += instances * n_mem / math.prod(jams.values())
+    return ops / max(mem, 1.0) * min(1.0, REGISTERS / max(len(kept), 1))
+
+
+def _replay(state: ProgramState, steps: tuple[Transformation, ...]) -> tuple[ProgramState, tuple[Transformation, ...]]:
+    """``steps`` applied in order (legality checked), those that no longer apply left out."""
+    kept = []
+    for step in steps:
+        try:
+            state = step.apply(state)
+            kept.append(step)
+        except ScheduleError:
+            continue
+    return state, tuple(kept)
+
+
+_Jams = tuple[tuple[Transformation, ...], ProgramState]
+
+
+def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Jams]:
+    """Every legal block of one or two jams of distinct loops (not in ``avoid``) from ``state``."""
+    jam = replace(space, kinds=("jam",))
+
+    def legal(before: ProgramState, first: str | None) -> list[tuple[Transformation, ProgramState]]:
+        out = []
+        for m in moves(before, jam):
+            if m.step.loop in avoid or (first is not None and m.step.loop in (first, first + "_r")):
+                continue
+            try:
+                out.append((m.step, m.state if m.proven else m.step.checked(before, m.state)))
+            except ScheduleError:
+                continue
+        return out
+
+    out = []
+    for step, one in legal(state, None):
+        out.append(((step,), one))
+        out += [((step, second), two) for second, two in legal(one, step.loop)]
+    return out
+
+
+def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOptions()) -> list[Block]:
+    """The register blocks of ``schedule``'s loop nest, best ``worth`` first: its nest steps, one or two jams
+    (of loops its tail does not make parallel, vector or unrolled), then its other steps where they still
+    apply. Empty if the nest cannot be replayed."""
+    nest = tuple(s for s in schedule.steps if s.kind in NEST_KINDS)
+    tail = tuple(s for s in schedule.steps if s.kind not in NEST_KINDS and s.kind != "jam")
+    try:
+        base = Schedule(nest).apply(root)
+    except ScheduleError:
+        return []
+    full, _ = _replay(base, tail)
+    avoid = {t.loop for t in full.tags if t.kind in CODE_TAGS}
+    out: dict[frozenset, Block] = {}
+    for jams, state in _jams(base, space, avoid):
+        key = frozenset((j.loop, j.factor) for j in jams)
+        if key in out:  # the same jams in the other order: the same block
+            continue
+        levels = [cs.level_of(j.loop) for j in jams for cs in base.comps_with(j.loop)[:1]]
+        iters = {v for j in jams for cs in base.comps_with(j.loop) for v in _moves_with(base, cs)[cs.level_of(j.loop)]}
+        worth = balance(state)
+        state, kept = _replay(state, tail)
+        out[key] = Block(Schedule(nest + jams + kept), state, key, frozenset(iters), worth, sum(levels))
+    return sorted(out.values(), key=lambda b: (-b.worth, -b.depth))
