@@ -7,11 +7,9 @@ through the C frontend, all at their benchmark size), it runs:
 
 - ``beam``: the default search (shipped model, beam 4; its diverse top 5 are its picks);
 - ``exec``: execution-based beam search (every candidate measured; its measured top 5 are its picks);
-- ``rounds-N``: one adaptive search (``--strategy rounds``, the default) with the largest budget, and what
-  it had measured after its first N measurements (rounds of 8 measure the same first N whatever the
-  budget); its picks are the 5 fastest of those;
-- ``staged-N`` (with ``--strategies staged``): an adaptive search ``--strategy staged`` with budget N, for
-  each of ``--budgets`` (it spreads its budget over the stages); its picks are the 5 fastest it measured.
+- ``rounds-N``, ``staged-N``: an adaptive search with budget N (``--strategy rounds``, the default, or
+  ``staged``), for each of ``--budgets`` (each spreads its budget over its phases: the last share goes to
+  register blocks); its picks are the 5 fastest it measured.
 
 Then every column's picks and the unscheduled program are compiled into one harness, measured side by
 side and verified; a column's speedup is the best of its picks there (1.0 when none beats the
@@ -89,15 +87,14 @@ def bench_kernel(program: Program, model: CostModel, budgets: list[int], strateg
         row["measurements"][method] = r.measurements
         row["search_s"][method] = r.search_time_s
         row["own_harness"][method] = r.measured_speedup
-    for strategy in strategies:  # a staged search spreads its budget over the stages: one search per budget
-        for run in ([max(budgets)] if strategy == "rounds" else budgets):
-            history, rounds, r = adaptive_history(program, model, run, strategy)
-            for b in [b for b in budgets if b <= run and (strategy == "rounds" or b == run)]:
-                name = f"{strategy}-{b}"
-                picks[name] = [s for s, _ in sorted(history[:b], key=lambda x: -x[1])[:TOP_K]]
-                row["measurements"][name] = min(b, len(history)) + TOP_K
-                row["search_s"][name] = next((t for n, t in rounds if n >= b), rounds[-1][1] if rounds else 0.0)
-                row["own_harness"][name] = r.measured_speedup
+    for strategy in strategies:  # each budget is spread over its own phases: one search per budget
+        for b in budgets:
+            history, rounds, r = adaptive_history(program, model, b, strategy)
+            name = f"{strategy}-{b}"
+            picks[name] = [s for s, _ in sorted(history, key=lambda x: -x[1])[:TOP_K]]
+            row["measurements"][name] = len(history) + TOP_K
+            row["search_s"][name] = rounds[-1][1] if rounds else 0.0
+            row["own_harness"][name] = r.measured_speedup
     texts = list(dict.fromkeys(["", *(t for ts in picks.values() for t in ts)]))
     ms = MeasuringEvaluator(LocalRunner(chunk=len(texts))).measure([Schedule.parse(t).apply(program) for t in texts],
                                                                     texts)

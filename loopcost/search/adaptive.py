@@ -29,7 +29,7 @@ from ..transforms.schedule import Schedule
 from ..transforms.space import STAGES, Move, SpaceOptions, moves
 from .base import Scored
 from .beam import beam_search
-from .blocks import NEST_KINDS, Block, blocks
+from .blocks import Block, blocks, nest_of
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .ranking import RANKED, diverse_top
 
@@ -45,7 +45,8 @@ class AdaptiveOptions:
     ``explore`` are chosen by the ensemble's disagreement and, after the first round, ``novel`` by a beam
     search turned away from the first steps already measured (``Novelty``; the k-th of them from the first
     ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states. The last ``blocks`` share of the
-    budget measures register blocks of the fastest schedule's loop nest (``search.blocks``)."""
+    budget measures register blocks of the loop nests of the ``block_nests`` fastest schedules
+    (``search.blocks``)."""
 
     measure_budget: int = 48
     batch: int = 8
@@ -55,6 +56,7 @@ class AdaptiveOptions:
     novel: int = 2
     novel_depths: tuple[int, ...] = (1,)
     blocks: float = 0.375
+    block_nests: int = 3
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
@@ -208,38 +210,44 @@ def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
     _rounds(state, learner, opts, space)
 
 
-def _block_batch(fresh: list[Block], fastest: dict[frozenset, float], n: int) -> list[Block]:
-    """``n`` blocks to measure, best worth first: half of them of the group (the iterators jammed) that
-    measured fastest so far, the rest the best of each group not measured yet, then the best of any."""
+def _block_batch(nests: list[list[Block]], fastest: dict[tuple, float], n: int) -> list[Block]:
+    """``n`` blocks to measure (``nests``: each nest's blocks not measured yet, best worth first; the nests
+    fastest first): half of them of the group (nest and iterators jammed) that measured fastest so far,
+    best worth first; the rest the best of each group not measured yet, taking the nests in turn; then the
+    best of any."""
     chosen: list[Block] = []
+    group = lambda b: (b.nest, b.moves_with)  # noqa: E731
     if fastest:
         top = max(fastest, key=fastest.__getitem__)
-        chosen += [b for b in fresh if b.moves_with == top][:n // 2]
-    for b in fresh:
-        if len(chosen) < n and b.moves_with not in fastest and all(b.moves_with != c.moves_with for c in chosen):
-            chosen.append(b)
-    for b in fresh:
+        chosen += [b for bs in nests for b in bs if group(b) == top][:n // 2]
+    turns = [[b for b in bs if group(b) not in fastest] for bs in nests]
+    for rank in range(max(map(len, turns), default=0)):
+        for bs in turns:
+            if rank < len(bs) and len(chosen) < n and all(group(bs[rank]) != group(c) for c in chosen):
+                chosen.append(bs[rank])
+    for b in (b for bs in nests for b in bs):
         if len(chosen) < n and all(b is not c for c in chosen):
             chosen.append(b)
     return chosen
 
 
 def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
-    """Register blocks of the fastest measured schedule's loop nest (``search.blocks``: ranked by the reuse
-    they create, not by the model, which never saw them), a batch at a time, until the budget is spent or
-    none is left."""
+    """Register blocks of the loop nests of the ``opts.block_nests`` fastest measured schedules
+    (``search.blocks``: ranked by the reuse they create, not by the model, which never saw them), a batch
+    at a time, until the budget is spent or none is left."""
     found: dict[str, list[Block]] = {}
     while (left := opts.measure_budget - len(learner.measured)) > 0 and learner.measured:
-        best = max(learner.measured.values(), key=lambda c: c.score)
-        nest = " ".join(str(s) for s in best.schedule.steps if s.kind in NEST_KINDS)
-        if nest not in found:
-            found[nest] = blocks(state, best.schedule, space)
-        fastest: dict[frozenset, float] = {}
-        for b in found[nest]:
+        fastest_first = sorted(learner.measured.values(), key=lambda c: -c.score)
+        nests = list(dict.fromkeys(nest_of(c.schedule) for c in fastest_first))[:opts.block_nests]
+        for c in fastest_first:
+            if nest_of(c.schedule) in nests and nest_of(c.schedule) not in found:
+                found[nest_of(c.schedule)] = blocks(state, c.schedule, space)
+        fastest: dict[tuple, float] = {}
+        for b in (b for nest in nests for b in found[nest]):
             if (m := learner.measured.get(b.state.key)) is not None:
-                fastest[b.moves_with] = max(fastest.get(b.moves_with, 0.0), m.score)
-        fresh = [b for b in found[nest] if b.state.key not in learner.measured]
-        if not fresh:
+                fastest[b.nest, b.moves_with] = max(fastest.get((b.nest, b.moves_with), 0.0), m.score)
+        fresh = [[b for b in found[nest] if b.state.key not in learner.measured] for nest in nests]
+        if not any(fresh):
             return
         chosen = _block_batch(fresh, fastest, min(opts.batch, left))
         learner.measure([Scored(b.worth, b.schedule, b.state) for b in chosen])

@@ -34,11 +34,12 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 
 @dataclass(frozen=True)
 class Block:
-    """A candidate: the schedule (nest, jams, then the tail that still applies), the state it reaches, its
-    jams, its ``balance`` (``worth``) and how deep its jammed loops are (the sum of their levels)."""
+    """A candidate: the schedule (nest, jams, then the tail that still applies), the state it reaches, the
+    nest's text, its jams, its ``balance`` (``worth``) and how deep its jammed loops are (the sum of their levels)."""
 
     schedule: Schedule
     state: ProgramState
+    nest: str
     #: the jams as (loop, factor), in any order, and the original iterators the jammed loops move with
     jams: frozenset[tuple[str, int]]
     moves_with: frozenset[str]
@@ -79,6 +80,11 @@ def balance(state: ProgramState) -> float:
         ops += instances
         mem += instances * n_mem / math.prod(jams.values())
     return ops / max(mem, 1.0) * min(1.0, REGISTERS / max(len(kept), 1))
+
+
+def nest_of(schedule: Schedule) -> str:
+    """The text of ``schedule``'s steps that shape its loop nest (``NEST_KINDS``)."""
+    return " ".join(str(s) for s in schedule.steps if s.kind in NEST_KINDS)
 
 
 def _replay(state: ProgramState, steps: tuple[Transformation, ...]) -> tuple[ProgramState, tuple[Transformation, ...]]:
@@ -139,5 +145,6 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
         iters = {v for j in jams for cs in base.comps_with(j.loop) for v in _moves_with(base, cs)[cs.level_of(j.loop)]}
         worth = balance(state)
         state, kept = _replay(state, tail)
-        out[key] = Block(Schedule(nest + jams + kept), state, key, frozenset(iters), worth, sum(levels))
+        out[key] = Block(Schedule(nest + jams + kept), state, nest_of(schedule), key, frozenset(iters), worth,
+                         sum(levels))
     return sorted(out.values(), key=lambda b: (-b.worth, -b.depth))
