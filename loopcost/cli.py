@@ -8,6 +8,7 @@ import math
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
@@ -19,6 +20,10 @@ from .kernels.loader import load_kernel, parse_pairs
 from .paths import SHIPPED_MANIFEST, card_path, store_path
 from .transforms.schedule import Schedule
 from .transforms.space import STAGES
+
+if TYPE_CHECKING:
+    from .frontend.translate import CKernel
+    from .ir.program import Program
 
 EXIT_CODES = """exit codes:
   0  done, and every result reported was verified
@@ -97,10 +102,21 @@ def _size(a: argparse.Namespace) -> str | None:
     return None if a.kernel.endswith(".c") else a.size
 
 
+def _load(a: argparse.Namespace) -> tuple[Program, CKernel | None]:
+    """The kernel the command names (``load_kernel``); for a C file whose sizes came from the file's own
+    call of the function, one line on stderr says which."""
+    program, ckernel = load_kernel(a.kernel, a.size, function=a.function, defines=a.define, params=a.param,
+                                   include=a.include)
+    if ckernel is not None and ckernel.from_file.values:
+        taken = ", ".join(f"{n}={v}" for n, v in ckernel.from_file.values.items())
+        print(f"loopcost: sizes from {ckernel.from_file.where}: {taken} (--param overrides)", file=sys.stderr)
+    return program, ckernel
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     from .runner import Timing, open_runner
 
-    program, _ = load_kernel(a.kernel, a.size, function=a.function, defines=a.define, params=a.param)
+    program, _ = _load(a)
     schedule = Schedule.load(a.schedule)
     with open_runner(toolchain=Toolchain.from_string(a.cc, a.cflags), timeout=a.timeout, store=store_path(a.store),
                      source="run", reuse=not a.remeasure) as runner:
@@ -120,7 +136,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_show(a: argparse.Namespace) -> int:
-    program, _ = load_kernel(a.kernel, a.size, function=a.function, defines=a.define, params=a.param)
+    program, _ = _load(a)
     if a.json:
         print(json.dumps(program.to_json(), indent=2))
     elif a.loops:
@@ -292,8 +308,7 @@ def cmd_optimize(a: argparse.Namespace) -> int:
     from .search.adaptive import AdaptiveOptions
     from .search.optimize import format_result, optimize
 
-    program, ckernel = load_kernel(a.kernel, a.size, function=a.function, defines=a.define,
-                                    params=a.param)
+    program, ckernel = _load(a)
     a.search = a.search or ("adaptive" if a.measure else "beam")  # adaptive measures as it searches
     model, path = None, None
     if a.search != "exec":
@@ -366,6 +381,9 @@ def parser() -> argparse.ArgumentParser:
                         help="C files: the function to optimize (default: the one with #pragma scop)")
         sp.add_argument("-D", dest="define", action="append", metavar="NAME[=VALUE]",
                         help="C files: a preprocessor define, e.g. -D N=2000 (repeatable)")
+        sp.add_argument("-I", dest="include", action="append", metavar="DIR",
+                        help="C files: a folder where #include finds headers (repeatable; the file's own "
+                             "folder is searched first for #include \"...\")")
         sp.add_argument("--param", action="append", metavar="NAME=VALUE",
                         help="C files: the value of an int parameter, e.g. --param n=1000 (repeatable)")
 

@@ -16,9 +16,9 @@ import islpy as isl
 
 from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read
-from ..ir.functions import c_function
+from ..ir.functions import SELECTS, c_function
 from ..ir.polyhedral import domains
-from ..ir.program import DTYPES, RESERVED, Computation, Program
+from ..ir.program import DTYPES, INT_DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
 from .blocks import Element, affine_ast, condition, copies, element, element_c, registers
 
@@ -65,7 +65,7 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
     """C text of an expression whose result has ``dtype``; elements that ``local`` names (their index
     read through ``aenv``) are printed as those local variables."""
     if isinstance(e, Const):
-        if dtype == "int32":
+        if dtype in INT_DTYPES:
             return str(int(e.value))
         text = repr(float(e.value))
         return text + "f" if dtype == "float32" else text
@@ -81,6 +81,8 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
             return f"(-{args[0]})"
         if e.fn in ("min", "max"):
             return f"lc_{e.fn}({args[0]}, {args[1]})"
+        if e.fn in SELECTS:
+            return f"(({args[0]} {SELECTS[e.fn]} {args[1]}) ? {args[2]} : {args[3]})"
         return f"{c_function(e.fn, dtype)}({', '.join(args)})"
     raise TypeError(f"not an expression: {e!r}")
 

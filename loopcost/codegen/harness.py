@@ -73,6 +73,18 @@ static void lc_fill_i32(int *p, size_t n, uint32_t seed, uint32_t buf) {
   for (size_t i = 0; i < n; i++) p[i] = (int)(lc_hash(seed, buf, (uint32_t)i) % 10u);
 }
 
+static void lc_fill_i8(char *p, size_t n, uint32_t seed, uint32_t buf) {
+  for (size_t i = 0; i < n; i++) p[i] = (char)(lc_hash(seed, buf, (uint32_t)i) % 4u);
+}
+
+static void lc_fill_i16(short *p, size_t n, uint32_t seed, uint32_t buf) {
+  for (size_t i = 0; i < n; i++) p[i] = (short)(lc_hash(seed, buf, (uint32_t)i) % 10u);
+}
+
+static void lc_fill_i64(long *p, size_t n, uint32_t seed, uint32_t buf) {
+  for (size_t i = 0; i < n; i++) p[i] = (long)(lc_hash(seed, buf, (uint32_t)i) % 10u);
+}
+
 static void *lc_alloc(size_t bytes) {
   void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) { fprintf(stderr, "loopcost harness: out of memory (%zu bytes)\n", bytes); exit(3); }
@@ -84,8 +96,14 @@ static void lc_write(FILE *f, const void *p, size_t bytes) {
 }
 
 static double lc_get(const void *p, size_t i, int kind) {
-  return kind == 0 ? ((const double *)p)[i] : kind == 1 ? (double)((const float *)p)[i]
-                                                        : (double)((const int *)p)[i];
+  switch (kind) {
+    case 0: return ((const double *)p)[i];
+    case 1: return (double)((const float *)p)[i];
+    case 3: return (double)((const char *)p)[i];
+    case 4: return (double)((const short *)p)[i];
+    case 5: return (double)((const long *)p)[i];
+    default: return (double)((const int *)p)[i];
+  }
 }
 
 /* max |x - ref| / (scale + |ref|); NaN against NaN is equal, NaN against a number is infinite.
@@ -129,8 +147,9 @@ static const char *lc_sarg(int argc, char **argv, const char *key) {
 }
 """
 
-_FILL = {"float64": "lc_fill_f64", "float32": "lc_fill_f32", "int32": "lc_fill_i32"}
-_KIND = {"float64": 0, "float32": 1, "int32": 2}
+_FILL = {"float64": "lc_fill_f64", "float32": "lc_fill_f32", "int32": "lc_fill_i32", "int8": "lc_fill_i8",
+         "int16": "lc_fill_i16", "int64": "lc_fill_i64"}
+_KIND = {"float64": 0, "float32": 1, "int32": 2, "int8": 3, "int16": 4, "int64": 5}
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ from . import quasi
 _LF = {f: k for k, f in enumerate(L.LEVEL_FIELDS)}
 _AF = {f: k for k, f in enumerate(L.ACCESS_FIELDS)}
 _CF = {f: k for k, f in enumerate(L.COMP_FIELDS)}
+#: element types the layout has no field of, read as the one it has (every integer type as int32)
+_FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32"}
 _BETAS = operator.attrgetter("betas")
 
 
@@ -116,7 +118,8 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int, np.
         f[_CF["reduction"]] = c.reduction is not None
         f[_CF["reduction_add"]] = c.reduction == "+"
         f[_CF["reduction_mul"]] = c.reduction == "*"
-        f[_CF[p.buffer(c.target.buffer).dtype]] = 1
+        dtype = p.buffer(c.target.buffer).dtype
+        f[_CF[_FEATURE_DTYPE.get(dtype, dtype)]] = 1
         f[_CF["n_iters"]] = len(iters)
         f[_CF["log2_points"]] = _log2(points(domain_str(c, loops)))
         out[c.name] = (acc, f, len(iters), address)

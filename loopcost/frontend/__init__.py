@@ -3,6 +3,7 @@ function back, optimized, with the same signature."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from .parse import CSource, parse_c
@@ -12,6 +13,9 @@ __all__ = ["CKernel", "CSource", "load_c"]
 
 
 def load_c(path: str | Path, *, function: str | None = None, defines: dict[str, str] | None = None,
-           params: dict[str, int] | None = None, cc: str | None = None) -> CKernel:
-    """Parse ``path`` (preprocessed with ``defines``) and translate its region with ``params`` sizes."""
-    return translate(parse_c(path, function=function, defines=defines, cc=cc), params)
+           params: dict[str, int] | None = None, cc: str | None = None,
+           include_dirs: Sequence[str | Path] = ()) -> CKernel:
+    """Parse ``path`` (preprocessed with ``defines``, headers found in its folder and ``include_dirs``) and
+    translate its region with ``params`` sizes (the others as the file's own call of the function passes
+    them)."""
+    return translate(parse_c(path, function=function, defines=defines, cc=cc, include_dirs=include_dirs), params)

@@ -35,12 +35,12 @@ def region_replacement(k: CKernel, kernel_name: str) -> str:
     p = k.program
     lines = ["{", "  int lc_done = 0;"]
     checks = [f"{n} == {v}" for n, v in sorted(k.specialized.items())]
-    arrays = [b for b in p.buffers if k.arguments[b.name] == b.name]
+    arrays = [b for b in p.buffers if k.arguments[b.name] is not None and not k.arguments[b.name].startswith("&")]
     for i, x in enumerate(arrays):  # the kernel's restrict parameters: a written array may not overlap another
         for y in arrays[i + 1:]:
             if "output" in (x.role, y.role):
-                checks.append(f"lc_disjoint({x.name}, sizeof({DTYPES[x.dtype]}) * {x.size}, {y.name}, "
-                              f"sizeof({DTYPES[y.dtype]}) * {y.size})")
+                checks.append(f"lc_disjoint({k.arguments[x.name]}, sizeof({DTYPES[x.dtype]}) * {x.size}, "
+                              f"{k.arguments[y.name]}, sizeof({DTYPES[y.dtype]}) * {y.size})")
     cond = " && ".join(checks)
     body: list[str] = []
     temps = [b for b in p.buffers if k.arguments[b.name] is None]
@@ -91,5 +91,7 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
             + (f"\n * schedule: {schedule}" if schedule else "")
             + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
             + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
-    return (head + "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n" + MACROS + _DISJOINT + "\n"
+    typedefs = "".join(f"typedef {v} {n};\n" for n, v in src.typedefs.items())  # the signature may use them
+    return (head + "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n" + typedefs + MACROS + _DISJOINT
+            + "\n"
             + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")

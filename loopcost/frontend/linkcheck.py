@@ -12,15 +12,26 @@ from ..codegen.compiler import Toolchain, Unit
 from ..codegen.harness import PRELUDE, Harness, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
-from .parse import define_flags
+from .parse import CSource, define_flags
 from .translate import CKernel, base_type
 
 ORIGINAL_FLAGS = ("-O3", "-march=native")
 EMITTED_FLAGS = ("-O3", "-march=native", "-fopenmp")
 
 
-def _prototype(func: c_ast.FuncDef, name: str) -> str:
-    decl = copy.deepcopy(func.decl)
+def _prototype(src: CSource, name: str) -> str:
+    """The function's declaration renamed ``name``, its typedef names spelled out (the harness that
+    declares it does not see the file's typedefs)."""
+    decl = copy.deepcopy(src.function.decl)
+
+    class Spell(c_ast.NodeVisitor):
+        def visit_IdentifierType(self, node: c_ast.IdentifierType) -> None:
+            seen = set()
+            while " ".join(node.names) in src.typedefs and " ".join(node.names) not in seen:
+                seen.add(" ".join(node.names))
+                node.names = src.typedefs[" ".join(node.names)].split()
+
+    Spell().visit(decl)
     t = decl.type.type
     while not isinstance(t, c_ast.TypeDecl):
         t = t.type
@@ -49,11 +60,12 @@ def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dic
         buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
         args.append(f"(void *) lc_g_{b.name}")
     call = ", ".join(args)
-    main = (PRELUDE + _prototype(func, "lc_original") + "\n" + _prototype(func, "lc_optimized") + "\n"
+    main = (PRELUDE + _prototype(k.source, "lc_original") + "\n" + _prototype(k.source, "lc_optimized") + "\n"
             + driver_c(buffers, [b for b in buffers if b.role == "output"],
                        [f"lc_original({call});", f"lc_optimized({call});"]))
     fn = k.source.name
-    common = (*define_flags(defines), "-I", str(k.source.path.resolve().parent), "-Dmain=lc_unused_main")
+    folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
+    common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-Dmain=lc_unused_main")
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),
              *(Unit(b.source, Toolchain(b.cc, b.flags), (*common, f"-D{fn}=lc_{role}"))
                for role, b in (("original", reference), ("optimized", candidate))))

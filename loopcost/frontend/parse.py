@@ -1,15 +1,21 @@
 """Read a C file: preprocess it with the system compiler, parse it with pycparser, find the region.
 
-The region is the statements between ``#pragma scop`` and ``#pragma endscop``,
-or, without those pragmas, the whole body of the chosen function.
+Preprocessing is a compiler's, except for headers: an ``#include`` found in the including file's folder
+(the quoted form) or in an ``-I`` folder is expanded in place, once per file, with line markers that
+keep each line's file and number; one found in neither is a system header and is left out (its usual
+names, ``sqrt``, ``exp``, ``fabs``, ``fmin``..., are known by name), except in the quoted form, where a
+missing header is an error. The region is the statements between ``#pragma scop`` and ``#pragma
+endscop``, or, without those pragmas, the whole body of the chosen function.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +25,7 @@ from pycparser.c_parser import ParseError
 from ..errors import CSourceError
 
 _INCLUDE = re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE)
+_INCLUDE_NAME = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 
 
 @dataclass
@@ -32,10 +39,18 @@ class CSource:
     start: int  #: index in ``block.block_items`` of the region's first statement
     stop: int  #: one past its last statement
     scop: bool  #: the region is a ``#pragma scop`` region (else the whole body)
+    include_dirs: tuple[Path, ...] = ()  #: the ``-I`` folders it was read with
 
     @property
     def name(self) -> str:
         return self.function.decl.name
+
+    @functools.cached_property
+    def typedefs(self) -> dict[str, str]:
+        """The file's typedefs of plain types: ``typedef char base;`` gives ``{"base": "char"}``."""
+        return {n.name: " ".join(x for x in n.type.type.names if x != "signed") for n in self.ast.ext
+                if isinstance(n, c_ast.Typedef) and isinstance(n.type, c_ast.TypeDecl)
+                and isinstance(n.type.type, c_ast.IdentifierType)}
 
     @property
     def int_params(self) -> list[str]:
@@ -51,8 +66,10 @@ class CSource:
 
     def error(self, node: c_ast.Node | None, reason: str) -> CSourceError:
         """A CSourceError located at ``node``'s line."""
-        line = getattr(getattr(node, "coord", None), "line", None)
-        where = f"{self.path}:{line}" if line else str(self.path)
+        coord = getattr(node, "coord", None)
+        line, column = getattr(coord, "line", None), getattr(coord, "column", None)
+        where = f"{getattr(coord, 'file', None) or self.path}:{line}" + (f":{column}" if column else "") \
+            if line else str(self.path)
         return CSourceError(f"{where}: {reason}")
 
 
@@ -61,17 +78,42 @@ def define_flags(defines: dict[str, str] | None) -> list[str]:
     return [f"-D{k}" if v is None or v == "" else f"-D{k}={v}" for k, v in (defines or {}).items()]
 
 
-def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None = None) -> str:
-    """The file after the C preprocessor, with ``#include`` lines blanked and line numbers kept.
+def _marker(line: int, path: Path) -> str:
+    return f'# {line} "{path}"\n'
 
-    Includes are dropped because the frontend needs no declarations from them
-    (math functions are known by name) and system headers are not plain C99.
-    """
+
+def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: set[Path] | None = None) -> str:
+    """``path``'s text with its headers expanded (see the module docstring), each line's file and number
+    kept by line markers."""
+    seen = set() if seen is None else seen
+    seen.add(path.resolve())
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise CSourceError(f"cannot read {path}: {e.strerror or e}") from None
-    text = _INCLUDE.sub("", text)
+        lines = path.read_text().splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError) as e:
+        raise CSourceError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+    out = [_marker(1, path)]
+    for number, line in enumerate(lines, start=1):
+        m = _INCLUDE_NAME.match(line)
+        if not m:
+            out.append(line if line.endswith("\n") else line + "\n")
+            continue
+        name = m.group(1) or m.group(2)
+        folders = ([path.parent] if m.group(1) else []) + list(include_dirs)
+        found = next((d / name for d in folders if (d / name).is_file()), None)
+        if found is None and m.group(1):
+            raise CSourceError(f"{path}:{number}: cannot find \"{name}\" (looked in "
+                               f"{', '.join(str(d) for d in folders)}); give its folder with -I DIR")
+        if found is not None and found.resolve() not in seen:
+            out.append(expand_includes(found, include_dirs, seen))
+        out.append(_marker(number + 1, path))
+    return "".join(out)
+
+
+def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None = None,
+               include_dirs: Sequence[Path] = ()) -> str:
+    """The file after the C preprocessor, its headers expanded (see the module docstring), with line
+    markers that keep every line's file and number."""
+    text = expand_includes(path, include_dirs)
     cmd = shlex.split(cc or os.environ.get("CC", "cc")) + ["-E", "-xc", "-"]
     cmd += define_flags(defines)
     try:
@@ -84,9 +126,10 @@ def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None
     return proc.stdout
 
 
-def _compiler_diagnostic(path: Path, defines: dict[str, str] | None, cc: str | None) -> str:
+def _compiler_diagnostic(path: Path, defines: dict[str, str] | None, cc: str | None,
+                         include_dirs: Sequence[Path] = ()) -> str:
     """The compiler's own first error for the file (with its line), or "" if it has none."""
-    text = _INCLUDE.sub("", path.read_text())
+    text = expand_includes(path, include_dirs)
     cmd = shlex.split(cc or os.environ.get("CC", "cc")) + ["-fsyntax-only", "-w", "-xc", "-"]
     cmd += define_flags(defines)
     try:
@@ -98,15 +141,19 @@ def _compiler_diagnostic(path: Path, defines: dict[str, str] | None, cc: str | N
 
 
 def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str, str] | None = None,
-            cc: str | None = None) -> CSource:
+            cc: str | None = None, include_dirs: Sequence[str | Path] = ()) -> CSource:
     """Parse ``path`` and find the region to optimize (see the module docstring)."""
     path = Path(path)
-    text = preprocess(path, defines, cc)
+    folders = tuple(Path(d) for d in include_dirs)
+    for d in folders:
+        if not d.is_dir():
+            raise CSourceError(f"-I {d}: no such folder")
+    text = preprocess(path, defines, cc, folders)
     try:
         ast = c_parser.CParser().parse(text, filename=str(path))
     except ParseError as e:
         msg = str(e).replace("<stdin>", str(path))
-        located = _compiler_diagnostic(path, defines, cc)
+        located = _compiler_diagnostic(path, defines, cc, folders)
         raise CSourceError(f"{msg}: cannot parse (loopcost reads C99)" + (f"\n{located}" if located else "")) \
             from None
     funcs = [n for n in ast.ext if isinstance(n, c_ast.FuncDef)]
@@ -127,13 +174,13 @@ def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str,
                            f"({', '.join(f.decl.name for f, _ in with_scop)}); choose one with --function")
     if with_scop:
         f, (block, start, stop) = with_scop[0]
-        return CSource(path, ast, f, block, start, stop, True)
+        return CSource(path, ast, f, block, start, stop, True, folders)
     if len(candidates) > 1:
         raise CSourceError(f"{path}: no #pragma scop region; name the function to optimize with --function "
                            f"(the file defines {', '.join(f.decl.name for f in funcs)})")
     f = candidates[0]
     items = f.body.block_items or []
-    return CSource(path, ast, f, f.body, 0, len(items), False)
+    return CSource(path, ast, f, f.body, 0, len(items), False, folders)
 
 
 def _find_scop(func: c_ast.FuncDef, path: Path) -> tuple[c_ast.Compound, int, int] | None:

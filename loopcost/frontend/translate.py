@@ -21,15 +21,33 @@ from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
-from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of
+from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
 from .parse import CSource
+from .sizes import FileSizes, changed_names, file_sizes
 
-C_TYPES = {"double": "float64", "float": "float32", "int": "int32"}
+C_TYPES = {"double": "float64", "float": "float32", "int": "int32", "char": "int8", "short": "int16",
+           "short int": "int16", "long": "int64", "long int": "int64", "long long": "int64", "long long int": "int64"}
+_SUPPORTED = "double, float, char, short, int and long"
 _UNSUPPORTED = {
     c_ast.While: "while loops", c_ast.DoWhile: "do-while loops", c_ast.Switch: "switch statements",
     c_ast.Goto: "goto", c_ast.Break: "break", c_ast.Continue: "continue", c_ast.Label: "labels",
     c_ast.FuncCall: "function calls as statements",
 }
+
+
+class _Taken:
+    """The names a new IR name may not take: those ``taken`` and those reserved in generated C."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.taken or (isinstance(name, str) and reserved(name))
+
+
+#: C's comparisons as the IR's selects: (function, operands swapped)
+_COMPARE = {"<": ("select_lt", False), "<=": ("select_le", False), ">": ("select_lt", True),
+            ">=": ("select_le", True), "==": ("select_eq", False), "!=": ("select_ne", False)}
 
 
 @dataclass
@@ -46,6 +64,8 @@ class CKernel:
     params: dict[str, int]
     #: every array or floating-point parameter, used or not, as a buffer (scalars have shape (1,))
     param_buffers: dict[str, Buffer]
+    #: the sizes taken from the file itself (no ``--param`` for them), and where
+    from_file: FileSizes = FileSizes({})
 
 
 @dataclass
@@ -86,11 +106,14 @@ def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | No
         raise src.error(decl, f"{decl.name!r} is a pointer; loopcost needs arrays with their sizes, "
                               f"e.g. double {decl.name}[N][M] (pointer arithmetic is not supported)")
     if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
-        raise src.error(decl, f"the type of {decl.name!r} is not supported (use double, float or int)")
-    names = [n for n in t.type.names if n not in ("signed",)]
-    name = " ".join(names)
+        raise src.error(decl, f"the type of {decl.name!r} is not supported (use {_SUPPORTED})")
+    name = " ".join(n for n in t.type.names if n not in ("signed",))
+    seen = set()
+    while name in src.typedefs and name not in seen:  # typedef char base; base seq[N]
+        seen.add(name)
+        name = src.typedefs[name]
     if name not in C_TYPES:
-        raise src.error(decl, f"{decl.name!r} has type {name!r}; loopcost supports double, float and int")
+        raise src.error(decl, f"{decl.name!r} has type {name!r}; loopcost supports {_SUPPORTED}")
     return C_TYPES[name], dims
 
 
@@ -116,7 +139,8 @@ class _Translator:
 
     # ---- names and scopes ---------------------------------------------
     def fresh(self, name: str) -> str:
-        unique = unique_name(name, self.taken)
+        """A new IR name for C name ``name``: itself unless taken or reserved in generated C (``c1``)."""
+        unique = unique_name(name, _Taken(self.taken))
         self.taken.add(unique)
         return unique
 
@@ -133,7 +157,8 @@ class _Translator:
     def size(self, node: c_ast.ID, name: str) -> int:
         if name not in self.params:
             raise self.src.error(node, f"size parameter {name!r} has no value: give it with --param "
-                                       f"{name}=VALUE")
+                                       f"{name}=VALUE (or call {self.src.name}() in the file with a "
+                                       "constant there)")
         self.used_sizes[name] = self.params[name]
         return self.params[name]
 
@@ -151,21 +176,20 @@ class _Translator:
             if isinstance(v, int | Const):
                 self.bind(decl.name, ("const", Const(v) if isinstance(v, int) else v))
                 return
-        if dims or dtype != "int32":
-            self.taken.add(decl.name)
         if dims:
-            shape = self.shape(decl, dims)
-            self.buffers[decl.name] = Buffer(decl.name, shape, dtype, "input")
-            self.arguments[decl.name] = decl.name
-            self.bind(decl.name, ("array", decl.name))
+            name = self.fresh(decl.name)
+            self.buffers[name] = Buffer(name, self.shape(decl, dims), dtype, "input")
+            self.arguments[name] = decl.name
+            self.bind(decl.name, ("array", name))
         elif dtype == "int32":
             self.bind(decl.name, ("size", decl.name) if is_param else ("int", None))
             if is_param:
                 self.size_params.add(decl.name)
         else:
-            self.buffers[decl.name] = Buffer(decl.name, (1,), dtype, "input")
-            self.arguments[decl.name] = f"&{decl.name}"
-            self.bind(decl.name, ("outer", decl.name))
+            name = self.fresh(decl.name)
+            self.buffers[name] = Buffer(name, (1,), dtype, "input")
+            self.arguments[name] = f"&{decl.name}"
+            self.bind(decl.name, ("outer", name))
 
     def shape(self, decl: c_ast.Decl, dims: list[c_ast.Node | None]) -> tuple[int, ...]:
         out = []
@@ -278,13 +302,22 @@ class _Translator:
         if isinstance(node, c_ast.FuncCall):
             return self.call(node)
         if isinstance(node, c_ast.TernaryOp):
-            raise self.src.error(node, "the ?: operator is data-dependent control flow; use fmax/fmin or an "
-                                       "affine if")
+            return self.select(node)
         if isinstance(node, c_ast.UnaryOp) and node.op in ("*", "&"):
             raise self.src.error(node, f"pointer operation '{_text(node)}' is not supported")
         if isinstance(node, c_ast.Assignment):
             raise self.src.error(node, "assignments inside expressions are not supported")
         raise self.src.error(node, f"expression '{_text(node)}' is not supported")
+
+    def select(self, node: c_ast.TernaryOp) -> Expr:
+        """``a OP b ? x : y`` on values: a select of the IR (both arms are values, computed as C does)."""
+        cond = node.cond
+        if not isinstance(cond, c_ast.BinaryOp) or cond.op not in _COMPARE:
+            raise self.src.error(node, f"the condition of '?:' must compare two values (< <= > >= == !=), "
+                                       f"not '{_text(cond)}'")
+        a, b = self.expr(cond.left), self.expr(cond.right)
+        fn, swap = _COMPARE[cond.op]
+        return Call(fn, ((b, a) if swap else (a, b)) + (self.expr(node.iftrue), self.expr(node.iffalse)))
 
     def _int_op(self, node: c_ast.Node, a: int, b: int) -> int:
         if node.op in ("/", "%") and b == 0:
@@ -354,6 +387,11 @@ class _Translator:
             self.for_loop(node)
         elif isinstance(node, c_ast.If):
             self.if_statement(node)
+        elif isinstance(node, c_ast.Assignment) and isinstance(node.rvalue, c_ast.Assignment):
+            if node.op != "=":
+                raise self.src.error(node, f"'{node.op}' with an assignment as its value is not supported")
+            self.statement(node.rvalue)  # a = b = e: b = e, then a = b
+            self.assignment(c_ast.Assignment("=", node.lvalue, node.rvalue.lvalue, node.coord))
         elif isinstance(node, c_ast.Assignment):
             self.assignment(node)
         elif isinstance(node, c_ast.Decl):
@@ -592,25 +630,6 @@ def _has_array_ref(node: c_ast.Node) -> bool:
     return isinstance(node, c_ast.ArrayRef) or any(_has_array_ref(c) for _, c in node.children())
 
 
-def _changed_names(body: c_ast.Node) -> set[str]:
-    """Names that are assigned, incremented or have their address taken anywhere in ``body``."""
-    out: set[str] = set()
-
-    class Visitor(c_ast.NodeVisitor):
-        def visit_Assignment(self, node: c_ast.Assignment) -> None:
-            if isinstance(node.lvalue, c_ast.ID):
-                out.add(node.lvalue.name)
-            self.generic_visit(node)
-
-        def visit_UnaryOp(self, node: c_ast.UnaryOp) -> None:
-            if node.op in ("&", "++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ID):
-                out.add(node.expr.name)
-            self.generic_visit(node)
-
-    Visitor().visit(body)
-    return out
-
-
 def _substitute(e: Expr, temps: dict[str, Read]) -> Expr:
     if isinstance(e, Read):
         return temps[e.buffer] if not e.index else e
@@ -634,7 +653,10 @@ def _rebuild(nodes: list[Node] | tuple[Node, ...], temps: dict[str, Read]) -> tu
 
 def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     """Read ``src``'s region into a Program (named after the function)."""
-    t = _Translator(src, params or {})
+    given = dict(params or {})
+    found = file_sizes(src, src.int_params)
+    taken = {n: v for n, v in found.values.items() if n not in given}
+    t = _Translator(src, {**taken, **given})
     func_params = src.function.decl.type.args.params if src.function.decl.type.args else []
     for p in func_params:
         if isinstance(p, c_ast.Decl):
@@ -643,12 +665,13 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
             continue
         else:
             raise src.error(p, f"parameter '{_text(p)}' is not supported")
-    param_buffers = dict(t.buffers)
+    param_buffers = {p.name: t.buffers[t.scopes[0][p.name][1]] for p in func_params
+                     if isinstance(p, c_ast.Decl) and t.scopes[0].get(p.name, ("",))[0] in ("array", "outer")}
     items = src.block.block_items or []
     if src.scop:
         if src.block is not src.function.body:
             raise src.error(src.block, "the #pragma scop region must be in the function's outermost block")
-        changed = _changed_names(src.function.body)
+        changed = changed_names(src.function.body)
         for item in items[:src.start]:
             if isinstance(item, c_ast.Decl):
                 t.declare_outside(item, is_param=False, changed=changed)
@@ -670,9 +693,10 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     except ProgramError as e:
         raise src.error(src.function, str(e)) from None
     arguments = {b.name: t.arguments[b.name] for b in program.buffers}
-    unknown = set(params or {}) - t.size_params
+    unknown = set(given) - t.size_params
     if unknown:
         raise src.error(src.function, f"--param {', '.join(sorted(unknown))}: {src.name!r} has no such int "
                                       f"parameter (it has {', '.join(sorted(t.size_params)) or 'none'})")
     return CKernel(src, program, arguments, dict(t.used_sizes),
-                   {n: v for n, v in t.params.items() if n in t.size_params}, param_buffers)
+                   {n: v for n, v in t.params.items() if n in t.size_params}, param_buffers,
+                   FileSizes({n: v for n, v in taken.items() if n in t.used_sizes}, found.where))

@@ -19,7 +19,9 @@ from .expr import BinOp, Expr, Read, expr_from_json, expr_to_json, reads
 from .functions import C_CALLED
 from .polyhedral import check_bounds
 
-DTYPES = {"float32": "float", "float64": "double", "int32": "int"}
+DTYPES = {"float32": "float", "float64": "double", "int32": "int", "int8": "char", "int16": "short", "int64": "long"}
+#: the integer element types (computed exactly, verified exactly)
+INT_DTYPES = ("int8", "int16", "int32", "int64")
 ROLES = ("input", "output", "temp")
 REDUCTIONS = ("+", "*", "max", "min")
 JSON_FORMAT = "loopcost-program/1"
@@ -31,11 +33,16 @@ main printf fprintf malloc free exit stdin stdout stderr NULL
 """.split()) | C_CALLED
 
 
+def reserved(name: str) -> bool:
+    """True for the names generated C already uses (``RESERVED``, ``lc_...``, ``c0``, ``c1``, ...)."""
+    return name in RESERVED or name.startswith("lc_") or re.fullmatch(r"c\d+", name) is not None
+
+
 def check_name(name: str, what: str) -> None:
     """Refuse names that are not C identifiers or that generated C already uses."""
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
         raise ProgramError(f"{what} name {name!r} is not a C identifier")
-    if name in RESERVED or name.startswith("lc_") or re.fullmatch(r"c\d+", name):
+    if reserved(name):
         raise ProgramError(f"{what} name {name!r} is reserved in generated C (C keywords, libm names, "
                            "'lc_' prefixes and c0, c1, ... are taken); rename it")
 

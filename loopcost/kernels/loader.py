@@ -31,9 +31,10 @@ def parse_pairs(items: list[str] | None, what: str, need_value: bool) -> dict[st
 
 
 def load_kernel(spec: str, size: str = "small", *, function: str | None = None, defines: list[str] | None = None,
-                params: list[str] | None = None) -> tuple[Program, CKernel | None]:
+                params: list[str] | None = None, include: list[str] | None = None) -> tuple[Program, CKernel | None]:
     """(program, C kernel or None) for what a user names: a C file (``.c``: read with ``function``, ``-D``
-    ``defines`` and ``--param`` ``params``, each ``NAME=VALUE``), or anything ``load_program`` takes."""
+    ``defines``, ``--param`` ``params``, each ``NAME=VALUE``, and ``-I`` folders ``include``), or anything
+    ``load_program`` takes."""
     if not spec.endswith(".c"):
         return load_program(spec, size), None
     from ..frontend import load_c
@@ -44,7 +45,8 @@ def load_kernel(spec: str, size: str = "small", *, function: str | None = None, 
             sizes[name] = int(value)
         except ValueError:
             raise LoopcostError(f"--param {name}={value}: the value must be an integer") from None
-    k = load_c(spec, function=function, defines=parse_pairs(defines, "-D", False), params=sizes)
+    k = load_c(spec, function=function, defines=parse_pairs(defines, "-D", False), params=sizes,
+               include_dirs=include or ())
     empty = never_run(k.program)
     if empty:
         given = " ".join(f"--param {n}={v}" for n, v in sizes.items())

@@ -1,0 +1,103 @@
+"""The sizes a C file gives its own kernel: the arguments of the call of the function elsewhere in the file.
+
+PolyBench's ``main`` declares ``int n = N;`` (``N`` a macro of the chosen dataset) and calls
+``kernel_x(n, ...)``: with no ``--param``, each ``int`` parameter takes the value passed there, when
+the argument is a constant, or a local of the caller initialized with a constant expression and never
+changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycparser import c_ast
+
+from .parse import CSource
+
+_BINARY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "/": lambda a, b: int(a / b) if b else None, "%": lambda a, b: a - b * int(a / b) if b else None,
+           "<<": lambda a, b: a << b if 0 <= b < 63 else None, ">>": lambda a, b: a >> b if 0 <= b < 63 else None}
+
+
+def changed_names(body: c_ast.Node) -> set[str]:
+    """Names that are assigned, incremented or have their address taken anywhere in ``body``."""
+    out: set[str] = set()
+
+    class Visitor(c_ast.NodeVisitor):
+        def visit_Assignment(self, node: c_ast.Assignment) -> None:
+            if isinstance(node.lvalue, c_ast.ID):
+                out.add(node.lvalue.name)
+            self.generic_visit(node)
+
+        def visit_UnaryOp(self, node: c_ast.UnaryOp) -> None:
+            if node.op in ("&", "++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ID):
+                out.add(node.expr.name)
+            self.generic_visit(node)
+
+    Visitor().visit(body)
+    return out
+
+
+def constant(node: c_ast.Node | None, env: dict[str, int]) -> int | None:
+    """The value of an integer constant expression (names from ``env``), or None."""
+    if isinstance(node, c_ast.Constant) and node.type in ("int", "long int", "unsigned int", "long long int",
+                                                          "unsigned long int", "unsigned long long int"):
+        try:
+            return int(node.value.rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+    if isinstance(node, c_ast.ID):
+        return env.get(node.name)
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+        v = constant(node.expr, env)
+        return None if v is None else (-v if node.op == "-" else v)
+    if isinstance(node, c_ast.Cast):
+        return constant(node.expr, env)
+    if isinstance(node, c_ast.BinaryOp) and node.op in _BINARY:
+        a, b = constant(node.left, env), constant(node.right, env)
+        return None if a is None or b is None else _BINARY[node.op](a, b)
+    return None
+
+
+@dataclass(frozen=True)
+class FileSizes:
+    """The values found for the kernel's ``int`` parameters, and where: ``file:line`` of the call."""
+
+    values: dict[str, int]
+    where: str = ""
+
+
+def _calls(node: c_ast.Node, name: str) -> list[c_ast.FuncCall]:
+    found: list[c_ast.FuncCall] = []
+
+    class Visitor(c_ast.NodeVisitor):
+        def visit_FuncCall(self, call: c_ast.FuncCall) -> None:
+            if isinstance(call.name, c_ast.ID) and call.name.name == name:
+                found.append(call)
+            self.generic_visit(call)
+
+    Visitor().visit(node)
+    return found
+
+
+def file_sizes(src: CSource, int_params: list[str]) -> FileSizes:
+    """The values the first call of ``src``'s function in another function of the file passes to the
+    ``int_params`` (names of its int parameters) that a constant decides."""
+    params = src.function.decl.type.args.params if src.function.decl.type.args else []
+    position = {p.name: k for k, p in enumerate(params) if isinstance(p, c_ast.Decl)}
+    for caller in (n for n in src.ast.ext if isinstance(n, c_ast.FuncDef) and n is not src.function):
+        calls = _calls(caller.body, src.name)
+        if not calls:
+            continue
+        changed, env = changed_names(caller.body), {}
+        for item in caller.body.block_items or []:
+            if isinstance(item, c_ast.Decl) and item.name not in changed and item.init is not None:
+                value = constant(item.init, env)
+                if value is not None:
+                    env[item.name] = value
+        args = calls[0].args.exprs if calls[0].args else []
+        values = {n: v for n in int_params if position[n] < len(args)
+                  and (v := constant(args[position[n]], env)) is not None}
+        coord = calls[0].coord
+        return FileSizes(values, f"{coord.file}:{coord.line}, the call in {caller.decl.name}()")
+    return FileSizes({})
