@@ -65,7 +65,10 @@ def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dic
                        [f"lc_original({call});", f"lc_optimized({call});"]))
     fn = k.source.name
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
-    common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-Dmain=lc_unused_main")
+    common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-Dmain=lc_unused_main",
+              "-ffunction-sections", "-fdata-sections")  # the renamed main and what only it calls: dropped
+    if "static" in (k.source.function.decl.storage or []):  # PolyBench's kernels: visible to the harness
+        common += ("-Dstatic=",)
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),
              *(Unit(b.source, Toolchain(b.cc, b.flags), (*common, f"-D{fn}=lc_{role}"))
                for role, b in (("original", reference), ("optimized", candidate))))
