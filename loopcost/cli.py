@@ -22,6 +22,7 @@ from .transforms.schedule import Schedule
 from .transforms.space import STAGES
 
 if TYPE_CHECKING:
+    from .codegen.harness import UserInit
     from .frontend.translate import CKernel
     from .ir.program import Program
 
@@ -113,13 +114,29 @@ def _load(a: argparse.Namespace) -> tuple[Program, CKernel | None]:
     return program, ckernel
 
 
+def _inputs(a: argparse.Namespace, ckernel: CKernel | None) -> UserInit | None:
+    """The C file's own inputs (``--init FUNC``, else the init call its ``main`` makes; ``--init none``:
+    random), said on stderr; None for random inputs."""
+    if ckernel is None or a.init == "none":
+        if a.init not in (None, "none"):
+            raise LoopcostError(f"--init {a.init}: only a C file (.c) has init functions")
+        return None
+    from .frontend.inputs import user_init
+
+    init = user_init(ckernel, a.init, parse_pairs(a.define, "-D", False))
+    if init is not None:
+        print(f"loopcost: inputs from {init.label} of {ckernel.source.path.name} (--init none: random ones)",
+              file=sys.stderr)
+    return init
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     from .runner import Timing, open_runner
 
-    program, _ = _load(a)
+    program, ckernel = _load(a)
     schedule = Schedule.load(a.schedule)
     with open_runner(toolchain=Toolchain.from_string(a.cc, a.cflags), timeout=a.timeout, store=store_path(a.store),
-                     source="run", reuse=not a.remeasure) as runner:
+                     source="run", reuse=not a.remeasure, init=_inputs(a, ckernel)) as runner:
         m = runner.measure([schedule.apply(program)], timing=Timing(a.runs, a.warmup), seed=a.seed,
                            labels=[str(schedule)])[0]
     if m.error and m.error.startswith("build: "):  # the program asked for did not build: the flags, the compiler
@@ -319,8 +336,9 @@ def cmd_optimize(a: argparse.Namespace) -> int:
         if warning:
             print(warning, file=sys.stderr)
     cluster = None if a.cluster in (None, "none") else a.cluster
+    init = _inputs(a, ckernel)
     with open_runner(cluster, workers=a.workers, store=store_path(a.store), source=f"optimize:{a.search}",
-                     reuse=not a.remeasure, security=a.security) as runner:
+                     reuse=not a.remeasure, security=a.security, init=init) as runner:
         r = optimize(program, method=a.search, model=model, budget=a.budget, measure=a.measure, top_k=a.top_k,
                      seed=a.seed, runner=runner,
                      adaptive=AdaptiveOptions(measure_budget=a.measure_budget, batch=a.batch, strategy=a.strategy),
@@ -336,7 +354,7 @@ def cmd_optimize(a: argparse.Namespace) -> int:
 
             code = emit_function(ckernel, r.state, schedule=str(r.schedule))
             if a.measure:
-                out["drop_in_check"] = drop_in_report(ckernel, code, parse_pairs(a.define, "-D", False))
+                out["drop_in_check"] = drop_in_report(ckernel, code, parse_pairs(a.define, "-D", False), init=init)
         if a.emit_c == "-":
             sys.stdout.write(code)
         else:
@@ -365,6 +383,10 @@ def _round_progress(budget: int):
         print(f"adaptive    {len(measured)}/{budget} measured, best {best.score:.2f}x: {text}", file=sys.stderr,
               flush=True)
     return show
+
+
+INIT_HELP = ("C files: the function of the file that makes the kernel's inputs, called on its arrays after the "
+             "random fill (default: the one main calls on them before the kernel; 'none': random inputs only)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -419,6 +441,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--runs", type=at_least(1), default=5, help="timed runs (default 5)")
     r.add_argument("--warmup", type=at_least(0), default=1, help="untimed runs after the verified one (default 1)")
     r.add_argument("--seed", type=at_least(0), default=0, help="seed of the input data")
+    r.add_argument("--init", default=None, metavar="FUNC", help=INIT_HELP)
     r.add_argument("--timeout", type=above(0), default=300.0, help="seconds before a run is abandoned")
     toolchain_args(r)
     store_arg(r)
@@ -450,6 +473,7 @@ def parser() -> argparse.ArgumentParser:
                    help="measure the top candidates and keep the fastest verified one (default)")
     o.add_argument("--top-k", type=at_least(1), default=5)
     o.add_argument("--seed", type=at_least(0), default=0)
+    o.add_argument("--init", default=None, metavar="FUNC", help=INIT_HELP)
     o.add_argument("--emit-c", default=None, type=output_file,
                    help="write the optimized kernel as C to FILE (- for stdout); for a C file, the same function "
                         "with the same signature, checked against the original when measuring")

@@ -55,3 +55,8 @@ class IllegalScheduleError(ScheduleError):
 
 class CSourceError(KernelLoadError):
     """A C file cannot be read into the IR; the message gives the file, the line and the reason."""
+
+
+class VacuousCheckError(LoopcostError):
+    """With the inputs used, comparing a program's outputs with the reference checks nothing (NaN or
+    infinite reference outputs, or an output left as it was): no measured speedup can be trusted."""

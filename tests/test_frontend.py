@@ -333,3 +333,70 @@ def test_selects_chained_assignments_and_integer_types_compute_what_the_c_comput
             continue
         check = link_check(k, emit_function(k, state, schedule=text), runs=1)
         assert check.verified and check.max_rel_error == 0.0, (text, check.error)
+
+
+OWN_INPUTS = """#include "lib.h"
+void kernel(int n, double alpha, double A[20][20], double unused[20])
+{
+  int i, j;
+#pragma scop
+  for (i = 0; i < n; i++)
+    for (j = 0; j < n; j++)
+      A[i][j] = alpha * sqrt(A[i][j] - 4.0);
+#pragma endscop
+}
+
+static void fill(int n, double *alpha, double A[20][20], double unused[20])
+{
+  int i, j;
+  *alpha = 0.5;
+  for (i = 0; i < n; i++) {
+    unused[i] = 0.0;
+    for (j = 0; j < n; j++)
+      A[i][j] = lib_base() + i + j;
+  }
+}
+
+int main(void)
+{
+  int n = 20;
+  double alpha;
+  static double A[20][20], unused[20];
+  fill(n, &alpha, A, unused);
+  kernel(n, alpha, A, unused);
+  return 0;
+}
+"""
+
+
+def test_the_files_own_init_makes_the_inputs_of_every_check(tmp_path, capsys):
+    from loopcost.frontend.inputs import user_init
+    from loopcost.runner import LocalRunner, Timing
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "lib.h").write_text("double lib_base(void);\n")
+    (tmp_path / "lib" / "lib.c").write_text('#include "lib.h"\ndouble lib_base(void) { return 4.0; }\n')
+    path = tmp_path / "own.c"
+    path.write_text(OWN_INPUTS)
+    k = load_c(path, include_dirs=[tmp_path / "lib"])
+    init = user_init(k)
+    assert init.label == "fill()" and init.args[0] == "20" and "lc_g_alpha" in init.args[1]
+    assert "lc_alloc" in init.args[3]  # an array the region never uses: scratch
+    state = Schedule.parse("I(i,j)").apply(k.program)
+    random = LocalRunner().measure([state], timing=Timing(1, 0))[0]
+    assert not random.verified and "NaN/Inf" in random.vacuous  # sqrt of [0.5, 1.5) - 4
+    own = LocalRunner(init=init).measure([state], timing=Timing(1, 0))[0]
+    assert own.verified and own.vacuous is None, own.error
+    check = link_check(k, emit_function(k, state), runs=1, init=init)
+    assert check.verified and check.vacuous is None, check.error
+    assert not link_check(k, emit_function(k, state), runs=1).verified  # the same check on random inputs
+    assert user_init(k, "fill") is not None
+    with pytest.raises(CSourceError, match=r"--init nothing: the file defines no function 'nothing'"):
+        user_init(k, "nothing")
+    args = ["run", str(path), "-I", str(tmp_path / "lib"), "--schedule", "I(i,j)", "--runs", "1", "--store", "none"]
+    assert main(args) == 0 and "inputs from fill() of own.c" in capsys.readouterr().err
+    assert main([*args, "--init", "none"]) == 1 and "vacuous" in capsys.readouterr().err
+    path.write_text(OWN_INPUTS.replace("fill(n, &alpha, A, unused)", "fill(n + 0 * argc, &alpha, A, unused)")
+                    .replace("main(void)", "main(int argc)"))
+    with pytest.raises(CSourceError, match=r"argument 1 of fill\(\) is none of the variables"):
+        user_init(load_c(path, include_dirs=[tmp_path / "lib"], params={"n": 20}))

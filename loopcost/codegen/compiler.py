@@ -107,8 +107,9 @@ class Unit:
 
 def compile_units(units: tuple[Unit, ...], *, cache: bool = True, cache_dir: Path | None = None) -> Path:
     """Compile each unit to an object with its own compiler and flags and link them with the first unit's
-    compiler (OpenMP and libm linked in, unreferenced sections dropped); returns the executable. ``cache=False`` builds again every time
-    (units that include the user's files, which the key cannot see)."""
+    compiler (OpenMP and libm linked in, unreferenced sections dropped); returns the executable.
+    ``cache=False`` builds again every time (units that include the user's files, which the key cannot
+    see)."""
     if len(units) == 1 and not units[0].flags and cache:
         return compile_c(units[0].source, units[0].toolchain, cache_dir=cache_dir)
     parts = [x for u in units for x in (u.source, u.toolchain.cc, compiler_version(u.toolchain.cc),

@@ -124,6 +124,17 @@ static void lc_rel_err(const void *x, const void *ref, size_t n, int kind) {
   printf(", %zu]", worst);
 }
 
+/* What the reference run's output is worth as a check: out[0] its elements that are NaN or infinite,
+   out[1] those it left as they were before the run. */
+static void lc_vacuity(const void *ref, const void *before, size_t n, int kind, size_t out[2]) {
+  out[0] = out[1] = 0;
+  for (size_t i = 0; i < n; i++) {
+    double r = lc_get(ref, i, kind);
+    if (!isfinite(r)) out[0]++;
+    if (r == lc_get(before, i, kind)) out[1]++;
+  }
+}
+
 static void lc_checksum(const char *name, const void *p, size_t n, int kind, int first) {
   double s = 0.0, a = 0.0;
   for (size_t i = 0; i < n; i++) { double v = lc_get(p, i, kind); s += v; a += fabs(v); }
@@ -150,6 +161,21 @@ static const char *lc_sarg(int argc, char **argv, const char *key) {
 _FILL = {"float64": "lc_fill_f64", "float32": "lc_fill_f32", "int32": "lc_fill_i32", "int8": "lc_fill_i8",
          "int16": "lc_fill_i16", "int64": "lc_fill_i64"}
 _KIND = {"float64": 0, "float32": 1, "int32": 2, "int8": 3, "int16": 4, "int64": 5}
+
+
+@dataclass(frozen=True)
+class UserInit:
+    """Inputs made by the user's own C function after the random fill: ``units`` compile it (as
+    ``lc_user_init``) and what it calls, ``prototype`` declares it, and ``args`` are the C arguments of its
+    call in the harness (buffers ``lc_g_NAME``, sizes, scratch arrays)."""
+
+    units: tuple[Unit, ...]
+    prototype: str
+    args: tuple[str, ...]
+    label: str = ""  #: what to call it in messages: ``init_array()``
+
+    def call(self) -> str:
+        return f"  lc_user_init({', '.join(self.args)});"
 
 
 @dataclass(frozen=True)
@@ -183,8 +209,9 @@ def _program_of(variants: list[ProgramState]) -> Program:
     return p
 
 
-def harness_c(variants: list[ProgramState] | ProgramState) -> str:
-    """The whole C file: one kernel function per variant, plus ``main``.
+def harness_c(variants: list[ProgramState] | ProgramState, init: UserInit | None = None) -> str:
+    """The whole C file: one kernel function per variant, plus ``main`` (inputs made by ``init`` after the
+    random fill, when given: the unit of ``init`` is linked beside it).
 
     All variants must be schedules of the same program; put the unscheduled
     program first, since variant 0 is the reference output.
@@ -196,14 +223,17 @@ def harness_c(variants: list[ProgramState] | ProgramState) -> str:
     kernels = "\n".join(kernel_c(v, name=f"{fname}_v{k}", attributes="static LC_NOINLINE")
                         for k, v in enumerate(variants))
     calls = [f"{fname}_v{k}({_call_args(p)});" for k in range(len(variants))]
-    return PRELUDE + "\n" + kernels + "\n" + driver_c(p.buffers, p.outputs(), calls)
+    return PRELUDE + "\n" + kernels + "\n" + driver_c(p.buffers, p.outputs(), calls, init)
 
 
-def state_harness(states: list[ProgramState], toolchain: Toolchain, labels: list[str] | None = None) -> Harness:
-    """A one-file harness of ``states`` (the first is the reference), compiled with ``toolchain``."""
+def state_harness(states: list[ProgramState], toolchain: Toolchain, labels: list[str] | None = None,
+                  init: UserInit | None = None) -> Harness:
+    """A harness of ``states`` (the first is the reference), compiled with ``toolchain``: one file, and the
+    user's with ``init``."""
     p = _program_of(states)
-    return Harness((Unit(harness_c(states), toolchain),), tuple(labels or [str(k) for k in range(len(states))]),
-                   tuple(p.outputs()))
+    units = (Unit(harness_c(states, init), toolchain),) + (init.units if init else ())
+    return Harness(units, tuple(labels or [str(k) for k in range(len(states))]), tuple(p.outputs()),
+                   cache=init is None)
 
 
 def compilers_harness(state: ProgramState, toolchains: dict[str, Toolchain], *, rtol: float) -> Harness:
@@ -220,10 +250,11 @@ def compilers_harness(state: ProgramState, toolchains: dict[str, Toolchain], *, 
     return Harness(tuple(units), tuple(toolchains), tuple(p.outputs()), rtol=rtol)
 
 
-def driver_c(buffers: list[Buffer], outputs: list[Buffer], calls: list[str]) -> str:
+def driver_c(buffers: list[Buffer], outputs: list[Buffer], calls: list[str], init: UserInit | None = None) -> str:
     """The harness's buffers and ``main`` (see the module docstring): ``calls[k]`` is the C statement that
-    runs variant k on the global buffers ``lc_g_NAME``. Buffers that are not inputs are restored before
-    every run; ``outputs`` are compared with variant 0's."""
+    runs variant k on the global buffers ``lc_g_NAME``, whose inputs ``init`` makes after the random fill
+    when given. Buffers that are not inputs are restored before every run; ``outputs`` are compared with
+    variant 0's."""
     ctype = {b.name: DTYPES[b.dtype] for b in buffers}
     globals_ = "\n".join(f"static {ctype[b.name]} *lc_g_{b.name};" for b in buffers)
     refs = "\n".join(f"static {ctype[b.name]} *lc_ref_{b.name};" for b in outputs)
@@ -231,6 +262,7 @@ def driver_c(buffers: list[Buffer], outputs: list[Buffer], calls: list[str]) -> 
     keep = "\n".join(f"  lc_ref_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
                      f"  memcpy(lc_ref_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in outputs)
     fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);" for k, b in enumerate(buffers))
+    fill += "" if init is None else "\n" + init.call()
     written = [b for b in buffers if b.role != "input"]
     saved = "\n".join(f"static {ctype[b.name]} *lc_s_{b.name};" for b in written)
     save = "\n".join(f"  lc_s_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
@@ -244,8 +276,14 @@ def driver_c(buffers: list[Buffer], outputs: list[Buffer], calls: list[str]) -> 
         for k, b in enumerate(outputs))
     checks = "\n".join(f'  lc_checksum("{b.name}", lc_g_{b.name}, {b.size}u, {_KIND[b.dtype]}, {int(k == 0)});'
                        for k, b in enumerate(outputs))
+    vacuity = "\n".join(f"  static size_t lc_vac_{b.name}[2];\n"
+                        f"  lc_vacuity(lc_ref_{b.name}, lc_s_{b.name}, {b.size}u, {_KIND[b.dtype]}, lc_vac_{b.name});"
+                        for b in outputs)
+    vacuity_json = ", ".join(f'\\"{b.name}\\": [%zu, %zu, {b.size}]' for b in outputs)
+    vacuity_args = "".join(f", lc_vac_{b.name}[0], lc_vac_{b.name}[1]" for b in outputs)
     cases = "\n".join(f"    case {k}: {call} break;" for k, call in enumerate(calls))
     return f"""static uint32_t lc_seed;
+{init.prototype if init else ""}
 {globals_}
 {refs}
 {saved}
@@ -295,6 +333,7 @@ int main(int lc_argc, char **lc_argv) {{
   lc_run(0);
   if (lc_dump_to) lc_dump(lc_dump_to, "out");
 {keep}
+{vacuity}
   for (const char *lc_c = lc_list; *lc_c; ) {{
     int lc_v = (int)strtol(lc_c, (char **)&lc_c, 10);
     if (*lc_c == ',') lc_c++;
@@ -302,7 +341,8 @@ int main(int lc_argc, char **lc_argv) {{
     lc_run(lc_v);
     printf("{{\\"variant\\": %d, \\"errors\\": {{", lc_v);
 {errors}
-    printf("}}, \\"checksums\\": {{");
+    printf("}}, \\"vacuity\\": {{{vacuity_json}}}"{vacuity_args});
+    printf(", \\"checksums\\": {{");
 {checks}
     printf("}}, \\"times_s\\": [");
     for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_reset(); lc_run(lc_v); }}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pycparser import c_ast, c_generator
 
 from ..codegen.compiler import Toolchain, Unit
-from ..codegen.harness import PRELUDE, Harness, driver_c
+from ..codegen.harness import PRELUDE, Harness, UserInit, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
 from .parse import CSource, define_flags
@@ -19,10 +19,11 @@ ORIGINAL_FLAGS = ("-O3", "-march=native")
 EMITTED_FLAGS = ("-O3", "-march=native", "-fopenmp")
 
 
-def _prototype(src: CSource, name: str) -> str:
-    """The function's declaration renamed ``name``, its typedef names spelled out (the harness that
-    declares it does not see the file's typedefs)."""
-    decl = copy.deepcopy(src.function.decl)
+def prototype(src: CSource, name: str, function: c_ast.FuncDef | None = None) -> str:
+    """The declaration of ``function`` (default: the kernel's) renamed ``name``, its typedef names spelled
+    out (the harness that declares it does not see the file's typedefs)."""
+    decl = copy.deepcopy((function or src.function).decl)
+    decl.storage, decl.funcspec = [], []  # declared here, defined (made visible) in another unit
 
     class Spell(c_ast.NodeVisitor):
         def visit_IdentifierType(self, node: c_ast.IdentifierType) -> None:
@@ -40,10 +41,12 @@ def _prototype(src: CSource, name: str) -> str:
     return c_generator.CGenerator().visit(decl) + ";"
 
 
-def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dict[str, str] | None) -> Harness:
+def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dict[str, str] | None,
+                    init: UserInit | None = None) -> Harness:
     """The reference (variant 0) and the candidate function, each compiled from its own file with its own
-    compiler and ``defines``, linked with loopcost's harness ``main``: the same inputs, one checked call
-    of each, then timed runs, in the protocol of every harness."""
+    compiler and ``defines``, linked with loopcost's harness ``main``: the same inputs (random, then made
+    by ``init`` when given), one checked call of each, then timed runs, in the protocol of every
+    harness."""
     func = k.source.function
     params = func.decl.type.args.params if func.decl.type.args else []
     outputs = {b.name for b in k.program.outputs()}
@@ -53,16 +56,22 @@ def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dic
         if not isinstance(p, c_ast.Decl):
             continue
         dtype, dims = base_type(k.source, p)
-        if not dims:
-            args.append(str(k.params.get(p.name, 1)) if dtype == "int32" else repr(next(scalars, 1.0)))
-            continue
-        b = k.param_buffers[p.name]  # every array is restored before each run; the outputs are compared
-        buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
-        args.append(f"(void *) lc_g_{b.name}")
+        if not dims and dtype == "int32":
+            args.append(str(k.params.get(p.name, 1)))
+        elif not dims and init is None:
+            args.append(repr(next(scalars, 1.0)))
+        elif not dims:  # a scalar the user's init sets, through its buffer
+            b = k.param_buffers[p.name]
+            buffers.append(Buffer(b.name, b.shape, b.dtype, "input"))
+            args.append(f"lc_g_{b.name}[0]")
+        else:  # every array is restored before each run; the outputs are compared
+            b = k.param_buffers[p.name]
+            buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
+            args.append(f"(void *) lc_g_{b.name}")
     call = ", ".join(args)
-    main = (PRELUDE + _prototype(k.source, "lc_original") + "\n" + _prototype(k.source, "lc_optimized") + "\n"
+    main = (PRELUDE + prototype(k.source, "lc_original") + "\n" + prototype(k.source, "lc_optimized") + "\n"
             + driver_c(buffers, [b for b in buffers if b.role == "output"],
-                       [f"lc_original({call});", f"lc_optimized({call});"]))
+                       [f"lc_original({call});", f"lc_optimized({call});"], init))
     fn = k.source.name
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
     common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-Dmain=lc_unused_main",
@@ -71,7 +80,8 @@ def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dic
         common += ("-Dstatic=",)
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),
              *(Unit(b.source, Toolchain(b.cc, b.flags), (*common, f"-D{fn}=lc_{role}"))
-               for role, b in (("original", reference), ("optimized", candidate))))
+               for role, b in (("original", reference), ("optimized", candidate))),
+             *(init.units if init else ()))
     return Harness(units, ("the original function", "the emitted function"),
                    tuple(b for b in buffers if b.role == "output"), cache=False)
 
@@ -91,20 +101,23 @@ def original(k: CKernel, cc: str = "cc", flags: tuple[str, ...] = ORIGINAL_FLAGS
 
 
 def link_check(k: CKernel, candidate: Build | str, *, reference: Build | None = None, runs: int = 3,
-               defines: dict[str, str] | None = None, runner: Runner | None = None) -> Measurement:
+               defines: dict[str, str] | None = None, runner: Runner | None = None,
+               init: UserInit | None = None) -> Measurement:
     """Link ``reference`` (default: the original file, gcc -O3) and ``candidate`` (emitted C, or any
     Build) into one harness, compare the arrays they compute from the same inputs and time both with
     ``runs`` runs each, through ``runner`` (this machine by default: the files may include headers of
     the user's). ``defines`` apply to both compiles, as to the original's preprocessing."""
     if isinstance(candidate, str):
         candidate = Build(candidate)
-    harness = drop_in_harness(k, candidate, reference or original(k), defines)
+    harness = drop_in_harness(k, candidate, reference or original(k), defines, init)
     return (runner or LocalRunner()).measure_harness(harness, timing=Timing(min_runs=runs, warmup=0))[0]
 
 
-def drop_in_report(k: CKernel, code: str, defines: dict[str, str] | None, runs: int = 3) -> dict:
+def drop_in_report(k: CKernel, code: str, defines: dict[str, str] | None, runs: int = 3,
+                   init: UserInit | None = None) -> dict:
     """``link_check`` of emitted ``code`` against the original file, as the JSON that ``optimize`` reports."""
-    m = link_check(k, code, defines=defines, runs=runs)
+    m = link_check(k, code, defines=defines, runs=runs, init=init)
     ratio = m.reference_median / m.median if m.median and m.reference_median else None
     return {"verified": m.verified, "error": m.error, "max_rel_error": m.max_rel_error,
+            **({"vacuous": m.vacuous} if m.vacuous else {}), "inputs": init.label if init else "random",
             "speedup_over_original": ratio, "original_median_s": m.reference_median, "emitted_median_s": m.median}

@@ -40,6 +40,7 @@ class CSource:
     stop: int  #: one past its last statement
     scop: bool  #: the region is a ``#pragma scop`` region (else the whole body)
     include_dirs: tuple[Path, ...] = ()  #: the ``-I`` folders it was read with
+    headers: tuple[Path, ...] = ()  #: the headers it includes (found in its folder or those), in order read
 
     @property
     def name(self) -> str:
@@ -82,11 +83,11 @@ def _marker(line: int, path: Path) -> str:
     return f'# {line} "{path}"\n'
 
 
-def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: set[Path] | None = None) -> str:
+def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: dict[Path, None] | None = None) -> str:
     """``path``'s text with its headers expanded (see the module docstring), each line's file and number
-    kept by line markers."""
-    seen = set() if seen is None else seen
-    seen.add(path.resolve())
+    kept by line markers; ``seen`` gets every file read, in order."""
+    seen = {} if seen is None else seen
+    seen[path.resolve()] = None
     try:
         lines = path.read_text().splitlines(keepends=True)
     except (OSError, UnicodeDecodeError) as e:
@@ -110,10 +111,10 @@ def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: set[Pat
 
 
 def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None = None,
-               include_dirs: Sequence[Path] = ()) -> str:
-    """The file after the C preprocessor, its headers expanded (see the module docstring), with line
-    markers that keep every line's file and number."""
-    text = expand_includes(path, include_dirs)
+               include_dirs: Sequence[Path] = (), seen: dict[Path, None] | None = None) -> str:
+    """The file after the C preprocessor, its headers expanded (see the module docstring; ``seen`` gets
+    the files read), with line markers that keep every line's file and number."""
+    text = expand_includes(path, include_dirs, seen)
     cmd = shlex.split(cc or os.environ.get("CC", "cc")) + ["-E", "-xc", "-"]
     cmd += define_flags(defines)
     try:
@@ -148,7 +149,9 @@ def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str,
     for d in folders:
         if not d.is_dir():
             raise CSourceError(f"-I {d}: no such folder")
-    text = preprocess(path, defines, cc, folders)
+    seen: dict[Path, None] = {}
+    text = preprocess(path, defines, cc, folders, seen)
+    headers = tuple(h for h in seen if h != path.resolve())
     try:
         ast = c_parser.CParser().parse(text, filename=str(path))
     except ParseError as e:
@@ -174,13 +177,13 @@ def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str,
                            f"({', '.join(f.decl.name for f, _ in with_scop)}); choose one with --function")
     if with_scop:
         f, (block, start, stop) = with_scop[0]
-        return CSource(path, ast, f, block, start, stop, True, folders)
+        return CSource(path, ast, f, block, start, stop, True, folders, headers)
     if len(candidates) > 1:
         raise CSourceError(f"{path}: no #pragma scop region; name the function to optimize with --function "
                            f"(the file defines {', '.join(f.decl.name for f in funcs)})")
     f = candidates[0]
     items = f.body.block_items or []
-    return CSource(path, ast, f, f.body, 0, len(items), False, folders)
+    return CSource(path, ast, f, f.body, 0, len(items), False, folders, headers)
 
 
 def _find_scop(func: c_ast.FuncDef, path: Path) -> tuple[c_ast.Compound, int, int] | None:

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..codegen.compiler import Toolchain
+from ..codegen.harness import UserInit
+from ..errors import LoopcostError
 from .dask import DaskRunner, executor
 from .local import LocalRunner
 from .measurement import Measurement, Runner
@@ -23,12 +25,19 @@ __all__ = ["DaskRunner", "LocalRunner", "Measurement", "RecordingRunner", "Runne
 @contextmanager
 def open_runner(cluster: str | None = None, *, toolchain: Toolchain | None = None, workers: int = 2,
                 timeout: float = 600.0, store: Path | None = None, source: str = "search",
-                reuse: bool = True, security: str | None = None) -> Iterator[Runner]:
+                reuse: bool = True, security: str | None = None, init: UserInit | None = None) -> Iterator[Runner]:
     """A runner on this machine (``cluster`` None) or on a Dask cluster (``"local"`` or a scheduler address),
     closed (with its cluster connection) on exit; with ``store``, it records what it measures there and,
     with ``reuse``, takes what this machine measured before from there instead of measuring it again;
-    ``security`` reaches a ``tls://`` scheduler (see ``dask.executor``)."""
+    ``security`` reaches a ``tls://`` scheduler (see ``dask.executor``). With ``init`` (the user's inputs,
+    this machine only), nothing is recorded or reused: the store knows inputs by their seed only."""
     toolchain = toolchain or Toolchain()
+    if init is not None:
+        if cluster is not None:
+            raise LoopcostError("--init runs the user's C file, which a cluster's workers do not have: "
+                                "measure on this machine, or leave --init out")
+        yield LocalRunner(toolchain, timeout, init=init)
+        return
     if cluster is None:
         yield _recorded(LocalRunner(toolchain, timeout), store, source, reuse)
         return

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..codegen.compiler import Toolchain, compile_units
-from ..codegen.harness import Harness, state_harness
+from ..codegen.harness import Harness, UserInit, state_harness
 from ..database.fingerprint import fingerprint, machine_info
 from ..errors import CompileError
 from ..ir.state import ProgramState
 from .measurement import Measurement
 from .process import Timing, run_variants
-from .verify import verdict
+from .verify import Verdict, verdict
 
 
 @functools.cache
@@ -26,15 +26,16 @@ def _machine(toolchain: Toolchain) -> tuple[str, dict]:
 
 
 def harnesses(states: Sequence[ProgramState], reference: ProgramState | None, toolchain: Toolchain,
-              chunk: int, labels: Sequence[str] | None = None) -> list[Harness]:
+              chunk: int, labels: Sequence[str] | None = None, init: UserInit | None = None) -> list[Harness]:
     """``states`` split into harnesses of at most ``chunk`` of them, each with ``reference`` (default: the
-    unscheduled program) as its variant 0 (one huge binary would take the compiler minutes)."""
+    unscheduled program) as its variant 0 (one huge binary would take the compiler minutes), inputs made
+    by ``init`` when given."""
     if not states:
         return []
     ref = reference or ProgramState.initial(states[0].program)
     names = list(labels) if labels is not None else [str(k + 1) for k in range(len(states))]
     first = "the unscheduled program" if reference is None else "the reference"
-    return [state_harness([ref, *states[k:k + chunk]], toolchain, [first, *names[k:k + chunk]])
+    return [state_harness([ref, *states[k:k + chunk]], toolchain, [first, *names[k:k + chunk]], init)
             for k in range(0, len(states), chunk)]
 
 
@@ -53,30 +54,31 @@ def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float
     ref, out = results[0], []
     for label, r in zip(labels, results[1:], strict=True):
         if not ref.ok:
-            ok, why = False, f"{harness.labels[0]} (the reference) failed: {ref.error}"
+            v = Verdict(False, f"{harness.labels[0]} (the reference) failed: {ref.error}")
         else:
             v = verdict(harness.outputs, r, rtol=harness.rtol, reference=harness.labels[0])
-            ok, why = v.ok, (None if v.ok else v.detail)
         errs = [math.inf if e is None else e for e, _ in (r.rel_errors or {}).values()]
-        out.append(Measurement(label, r.times, ref.times, ok, why, max(errs, default=None), r.checksum, fp, info,
-                               t1 - t0, run_s))
+        out.append(Measurement(label, r.times, ref.times, v.ok, None if v.ok else v.detail, max(errs, default=None),
+                               r.checksum, fp, info, t1 - t0, run_s, vacuous=v.vacuous))
     return out
 
 
 @dataclass(frozen=True)
 class LocalRunner:
     """Measures on this machine with ``toolchain``: one timed program at a time (a file lock in the
-    cache), each harness in a process of its own; a crashing variant costs only itself."""
+    cache), each harness in a process of its own; a crashing variant costs only itself. With ``init``,
+    the inputs are the user's (see ``UserInit``)."""
 
     toolchain: Toolchain = field(default_factory=Toolchain)
     timeout: float = 600.0
     chunk: int = 64
+    init: UserInit | None = None
 
     def measure(self, states: Sequence[ProgramState], *, timing: Timing = Timing(),
                 reference: ProgramState | None = None, seed: int = 0, timeout: float | None = None,
                 labels: Sequence[str] | None = None) -> list[Measurement]:
         out: list[Measurement] = []
-        for h in harnesses(states, reference, self.toolchain, self.chunk, labels):
+        for h in harnesses(states, reference, self.toolchain, self.chunk, labels, self.init):
             out += self.measure_harness(h, timing=timing, seed=seed, timeout=timeout)
         return out
 

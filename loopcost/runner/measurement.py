@@ -38,6 +38,8 @@ class Measurement:
     compile_s: float = 0.0
     run_s: float = 0.0
     reused: bool = False
+    #: why the check against the reference checked nothing (then ``verified`` is False), or None
+    vacuous: str | None = None
 
     @property
     def median(self) -> float | None:
@@ -58,7 +60,7 @@ class Measurement:
                 "min_s": min(self.times, default=None), "times_s": list(self.times),
                 "baseline_median_s": self.reference_median, "baseline_times_s": list(self.reference_times),
                 "speedup": self.speedup, "compile_s": self.compile_s, "machine": self.fingerprint,
-                "reused": self.reused}
+                "reused": self.reused, **({"vacuous": self.vacuous} if self.vacuous else {})}
 
     def describe(self) -> str:
         """Verdict, times and speedup, one line each, for a state measured beside its unscheduled program."""

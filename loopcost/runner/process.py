@@ -118,7 +118,9 @@ def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), s
         try:
             rep = json.loads(line)
             errors = {name: (e, int(i)) for name, (e, i) in rep["errors"].items()}
-            results.append(RunResult(tuple(float(t) for t in rep["times_s"]), rep["checksums"], None, errors))
+            vacuity = {name: (int(a), int(b), int(n)) for name, (a, b, n) in rep.get("vacuity", {}).items()}
+            results.append(RunResult(tuple(float(t) for t in rep["times_s"]), rep["checksums"], None, errors,
+                                     vacuity))
         except (ValueError, KeyError, TypeError) as e:
             return results + [RunResult(error=f"unreadable harness output ({e}): {out[:300]!r}")
                               for _ in variants[len(results):]]

@@ -10,12 +10,15 @@ from dataclasses import dataclass
 class RunResult:
     """One variant's run: times in seconds, output checksums, the relative error of each
     output against the reference variant with the flat index of its worst element
-    (error None: not finite), and an error message (None if it ran)."""
+    (error None: not finite), an error message (None if it ran), and what the reference run's outputs
+    are worth as a check (``vacuity``)."""
 
     times: tuple[float, ...] = ()
     checksum: dict | None = None
     error: str | None = None
     rel_errors: dict[str, tuple[float | None, int]] | None = None
+    #: per output of the reference run: (elements NaN or infinite, elements left as before the run, elements)
+    vacuity: dict[str, tuple[int, int, int]] | None = None
 
     @property
     def ok(self) -> bool:

@@ -20,16 +20,36 @@ RTOL = {"float64": 1e-8, "float32": 1e-3, "int32": 0.0, "int8": 0.0, "int16": 0.
 
 @dataclass(frozen=True)
 class Verdict:
+    """Whether the outputs matched; why not (``detail``), and, when the comparison itself checks nothing
+    (``vacuous``), why."""
+
     ok: bool
     detail: str = ""
+    vacuous: str | None = None
+
+
+def vacuous(outputs: Sequence[Buffer], result: RunResult, reference: str = "the unscheduled program") -> str | None:
+    """Why comparing ``outputs`` with the reference run checks nothing, or None: the reference's output has
+    NaN or infinite elements (they compare equal to anything NaN), or it left an output as it was."""
+    for b in outputs:
+        bad, same, n = (result.vacuity or {}).get(b.name, (0, 0, 0))
+        if bad:
+            return f"the output of {reference} is NaN/Inf in {100 * bad / n:.3g}% of {b.name}"
+        if n and same == n:
+            return f"{reference} leaves its output {b.name} as it was"
+    return None
 
 
 def verdict(outputs: Sequence[Buffer], result: RunResult, *, rtol: float | None = None,
             reference: str = "the unscheduled program") -> Verdict:
     """Whether every one of ``outputs`` in ``result`` matched the reference variant within ``rtol``
-    (default: ``RTOL`` of the buffer's dtype)."""
+    (default: ``RTOL`` of the buffer's dtype); never when the comparison is ``vacuous``."""
     if not result.ok:
         return Verdict(False, result.error or "")
+    why = vacuous(outputs, result, reference)
+    if why is not None:
+        return Verdict(False, f"vacuous check: {why} with these inputs; give other inputs (a C file's own: "
+                              "--init FUNC)", why)
     errs = result.rel_errors or {}
     for b in outputs:
         if b.name not in errs:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..costmodel.model import CostModel
+from ..errors import VacuousCheckError
 from ..features.extract import FeatureLimitError, featurize
 from ..ir.state import ProgramState
 from ..runner import LocalRunner, Measurement, Runner, Timing
@@ -48,7 +49,8 @@ MEASURE_TIMING = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_ti
 class MeasuringEvaluator:
     """Scores by measuring through ``runner`` (on this machine by default): each state's verified speedup
     over the unscheduled program timed beside it in one harness (0.0 if it failed). Every measurement it
-    made is kept in ``measurements``, in order."""
+    made is kept in ``measurements``, in order. A check that checks nothing (``Measurement.vacuous``)
+    stops the search: ``VacuousCheckError``."""
 
     runner: Runner = field(default_factory=LocalRunner)
     timing: Timing = MEASURE_TIMING
@@ -60,6 +62,10 @@ class MeasuringEvaluator:
         self.scored += len(states)
         out = self.runner.measure(states, timing=self.timing, labels=labels)
         self.measurements += out
+        why = next((m.vacuous for m in out if m.vacuous), None)
+        if why is not None:  # every candidate would "verify" against nothing: a search cannot rank them
+            raise VacuousCheckError(f"{why} with these inputs, so no candidate can be verified against it; "
+                                    "give other inputs (a C file's own: --init FUNC)")
         return out
 
     def score(self, states: Sequence[ProgramState], labels: Sequence[str] | None = None) -> np.ndarray:
