@@ -41,6 +41,19 @@ def prototype(src: CSource, name: str, function: c_ast.FuncDef | None = None) ->
     return c_generator.CGenerator().visit(decl) + ";"
 
 
+def entry(src: CSource, text: str, role: str) -> str:
+    """``text`` (a file that defines ``src``'s function) as a unit of a harness: its ``main`` renamed for
+    ``role`` (with what only it calls, dropped at link time), and ``lc_ROLE``, an entry point that calls
+    the function, which may be static (PolyBench's are) and keeps its name."""
+    func = src.function
+    head = prototype(src, f"lc_{role}").rstrip(";")
+    names = ", ".join(p.name for p in (func.decl.type.args.params if func.decl.type.args else [])
+                      if isinstance(p, c_ast.Decl))
+    void = c_generator.CGenerator().visit(func.decl.type.type).strip().startswith("void")
+    return (f"#define main lc_unused_main_{role}\n{text}\n#undef main\n"
+            f"{head}\n{{\n  {'' if void else 'return '}{src.name}({names});\n}}\n")
+
+
 def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dict[str, str] | None,
                     init: UserInit | None = None) -> Harness:
     """The reference (variant 0) and the candidate function, each compiled from its own file with its own
@@ -72,14 +85,11 @@ def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dic
     main = (PRELUDE + prototype(k.source, "lc_original") + "\n" + prototype(k.source, "lc_optimized") + "\n"
             + driver_c(buffers, [b for b in buffers if b.role == "output"],
                        [f"lc_original({call});", f"lc_optimized({call});"], init))
-    fn = k.source.name
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
-    common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-Dmain=lc_unused_main",
-              "-ffunction-sections", "-fdata-sections")  # the renamed main and what only it calls: dropped
-    if "static" in (k.source.function.decl.storage or []):  # PolyBench's kernels: visible to the harness
-        common += ("-Dstatic=",)
+    common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-ffunction-sections", "-fdata-sections")
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),
-             *(Unit(b.source, Toolchain(b.cc, b.flags), (*common, f"-D{fn}=lc_{role}"))
+             *(Unit(entry(k.source, b.source, role), Toolchain(b.cc, b.flags),
+                    (*common, f"-D{k.source.name}=lc_{role}_function"))  # one name per unit, static or not
                for role, b in (("original", reference), ("optimized", candidate))),
              *(init.units if init else ()))
     return Harness(units, ("the original function", "the emitted function"),
