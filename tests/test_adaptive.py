@@ -190,6 +190,8 @@ def test_blocks_are_legal_jams_of_the_nest_with_the_tail_replayed_best_worth_fir
     for b in found:
         text = str(b.schedule)
         assert text.startswith("T2(i,j,8,8) J(") and " P(i_t)" in text and "J(i_t," not in text
+        # two jams: of loops around one computation
+        assert len(b.jams) == 1 or any({lp for lp, _ in b.jams} <= set(cs.loops) for cs in b.state.comps)
         assert 1 <= len(b.jams) <= 2 and Schedule.parse(text).apply(p).key == b.state.key
     best = found[0]
     assert {loop for loop, _ in best.jams} == {"i", "j"} and best.moves_with == {"i", "j"}
@@ -217,8 +219,9 @@ def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_
                              opts=AdaptiveOptions(measure_budget=12, batch=4, beam_size=2, blocks=0.5))
     every = [t for b in runner.batches for t in b]
     assert len(every) == 12 == len(set(every))
-    assert all(t.count("J(") in (1, 2) for t in every[6:])  # the second half: blocks of one or two jams
-    assert sum(t.kind == "jam" for t in ranked[0].state.tags) == 2
+    # the second half: blocks of one or two jams (more on a schedule that has jams already)
+    assert all(t.count("J(") >= 1 for t in every[6:])
+    assert sum(t.kind == "jam" for t in ranked[0].state.tags) >= 2  # a block, then blocks of the block
     assert ranked[0].score == max(m.speedup for m in measurer.measurements)
     with pytest.raises(Exception, match="register blocks"):
         AdaptiveOptions(blocks=1.5)

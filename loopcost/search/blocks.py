@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
 from ..ir.polyhedral import domain_str, points
-from ..ir.state import CODE_TAGS, CompSchedule, ProgramState
+from ..ir.state import CompSchedule, ProgramState
 from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions, moves
@@ -26,9 +26,10 @@ from ..transforms.space import SpaceOptions, moves
 #: values a block may keep in registers before its worth is scaled down (x86-64 with AVX-512 and AArch64
 #: have 32 vector registers)
 REGISTERS = 32
-#: the kinds of a schedule's steps that shape the loop nest a block is cut from (the rest, and the jams,
-#: are the schedule's tail, replayed on top of each block)
-NEST_KINDS = ("fuse", "interchange", "skew", "reverse", "tile")
+#: the kinds of a schedule's steps that shape the loop nest a block is cut from, its jams included (a block of
+#: a schedule with jams adds jams of other loops: 2mm's second product once its first has a block); the
+#: rest are the schedule's tail, replayed on top of each block
+NEST_KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "jam")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -103,13 +104,18 @@ _Jams = tuple[tuple[Transformation, ...], ProgramState]
 
 
 def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Jams]:
-    """Every legal block of one or two jams of distinct loops (not in ``avoid``) from ``state``."""
+    """Every legal block of one jam, or two of distinct loops around one computation (a block of each of
+    two computations is a block of a block: ``blocks`` of a schedule with jams), of loops not in
+    ``avoid``, from ``state``."""
     jam = replace(space, kinds=("jam",))
 
     def legal(before: ProgramState, first: str | None) -> list[tuple[Transformation, ProgramState]]:
         out = []
         for m in moves(before, jam):
-            if m.step.loop in avoid or (first is not None and m.step.loop in (first, first + "_r")):
+            if m.step.loop in avoid:
+                continue
+            if first is not None and (m.step.loop in (first, first + "_r")
+                                      or not any({first, m.step.loop} <= set(cs.loops) for cs in before.comps)):
                 continue
             try:
                 out.append((m.step, m.state if m.proven else m.step.checked(before, m.state)))
@@ -126,16 +132,16 @@ def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Ja
 
 def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOptions()) -> list[Block]:
     """The register blocks of ``schedule``'s loop nest, best ``worth`` first: its nest steps, one or two jams
-    (of loops its tail does not make parallel, vector or unrolled), then its other steps where they still
-    apply. Empty if the nest cannot be replayed."""
+    (of loops its tail does not make parallel), then its other steps where they still apply (an unroll of
+    a jammed loop does not). Empty if the nest cannot be replayed."""
     nest = tuple(s for s in schedule.steps if s.kind in NEST_KINDS)
-    tail = tuple(s for s in schedule.steps if s.kind not in NEST_KINDS and s.kind != "jam")
+    tail = tuple(s for s in schedule.steps if s.kind not in NEST_KINDS)
     try:
         base = Schedule(nest).apply(root)
     except ScheduleError:
         return []
     full, _ = _replay(base, tail)
-    avoid = {t.loop for t in full.tags if t.kind in CODE_TAGS}
+    avoid = {t.loop for t in full.tags if t.kind == "parallel"}  # an unroll or vector step that clashes is dropped
     out: dict[frozenset, Block] = {}
     for jams, state in _jams(base, space, avoid):
         key = frozenset((j.loop, j.factor) for j in jams)
