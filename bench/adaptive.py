@@ -160,6 +160,8 @@ def main() -> None:
     ap.add_argument("--pause-file", type=Path,
                     help="before each kernel, wait while this file exists (to use the machine for other work "
                          "without disturbing a measurement)")
+    ap.add_argument("--report", action="store_true",
+                    help="measure nothing: write OUT from the rows OUT.jsonl holds (a run stopped part way)")
     args = ap.parse_args()
     chosen = [g for g in args.kernels if g in ("bench", "selection", "c")]
     names = {k for k in args.kernels if k not in ("bench", "selection", "c")}
@@ -168,7 +170,7 @@ def main() -> None:
     jsonl = Path(args.out).with_suffix(".jsonl")
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
     done = {(r["group"], r["kernel"]): r for r in rows}
-    for group, name, program in programs(["bench", "selection", "c"] if names else chosen):
+    for group, name, program in [] if args.report else programs(["bench", "selection", "c"] if names else chosen):
         old = done.get((group, name))
         if (old is not None and not args.redo) or not (group in chosen or name in names):
             continue
