@@ -181,7 +181,7 @@ def test_balance_counts_copies_per_memory_access_and_the_registers_a_block_keeps
 
 def test_blocks_are_legal_jams_of_the_nest_with_the_tail_replayed_best_worth_first():
     from loopcost.ir.state import ProgramState
-    from loopcost.search.blocks import blocks
+    from loopcost.search.blocks import blocks, trips
 
     p = gemm()
     found = blocks(ProgramState.initial(p), Schedule.parse("T2(i,j,8,8) P(i_t) U(k,2)"))
@@ -195,6 +195,11 @@ def test_blocks_are_legal_jams_of_the_nest_with_the_tail_replayed_best_worth_fir
         assert 1 <= len(b.jams) <= 2 and Schedule.parse(text).apply(p).key == b.state.key
     best = found[0]
     assert {loop for loop, _ in best.jams} == {"i", "j"} and best.moves_with == {"i", "j"}
+    # i and j run 8 times a tile: J(i,16) would be J(i,8), and is not listed
+    assert {f for b in found for loop, f in b.jams if loop in ("i", "j")} == {2, 4, 8}
+    state = Schedule.parse("T2(i,j,8,8)").apply(p)
+    assert trips(state, "i") == 8 and trips(state, "k") == KERNELS["gemm"].sizes["small"]["nk"]
+    assert trips(state, "i_t") is None  # a tile loop's level is a floor: not read
 
 
 class ByJams(ByTags):

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
+from ..features.quasi import unwrap
 from ..ir.polyhedral import domain_str, points
 from ..ir.state import CompSchedule, ProgramState
 from ..transforms.base import Transformation
@@ -54,6 +55,20 @@ def _moves_with(state: ProgramState, cs: CompSchedule) -> list[set[str]]:
     return [set(_NAME.findall(text)) & iters for text in cs.levels]
 
 
+def trips(state: ProgramState, loop: str) -> int | None:
+    """The most times ``loop`` runs each time it is entered, where its level is one original iterator with
+    constant bounds (a tiled loop's tile bounds it too); None where that is not known."""
+    most = 0
+    for cs in state.comps_with(loop):
+        bounds = {lp.name: lp for lp in state.program.enclosing_loops(cs.comp)}
+        lp = bounds.get(unwrap(cs.levels[cs.level_of(loop)]))
+        if lp is None or lp.lower.terms or lp.upper.terms:
+            return None
+        most = max(most, lp.upper.const - lp.lower.const)
+    tiled = state.tag_of(loop, "tiled")
+    return min(most, tiled.factor) if tiled is not None else most
+
+
 def balance(state: ProgramState) -> float:
     """Statement instances run per memory access, over the whole program: each computation's instances
     (its domain's points) times its memory accesses per copy in its innermost running loop; scaled by
@@ -65,8 +80,8 @@ def balance(state: ProgramState) -> float:
     for cs in state.comps:
         comp = state.program.computation(cs.comp)
         moves_with = _moves_with(state, cs)
-        jams = {q: t.factor for q, name in enumerate(cs.loops)
-                if name is not None and (t := state.tag_of(name, "jam")) is not None}
+        jams = {q: min(t.factor, trips(state, name) or t.factor) for q, name in enumerate(cs.loops)
+                if name is not None and (t := state.tag_of(name, "jam")) is not None}  # copies that run
         running = [q for q, name in enumerate(cs.loops) if name is not None and q not in jams]
         inner = moves_with[running[-1]] if running else None
         n_mem = 0
@@ -103,6 +118,13 @@ def _replay(state: ProgramState, steps: tuple[Transformation, ...]) -> tuple[Pro
 _Jams = tuple[tuple[Transformation, ...], ProgramState]
 
 
+def _fits(state: ProgramState, loop: str, factor: int, factors: tuple[int, ...]) -> bool:
+    """Whether a jam of ``loop`` by ``factor`` is worth listing: the loop runs more than once, and no smaller
+    factor of ``factors`` already copies all its iterations (on a loop of 7, ``J(r,16)`` is ``J(r,8)``)."""
+    n = trips(state, loop)
+    return n is None or (n > 1 and not any(n <= f < factor for f in factors))
+
+
 def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Jams]:
     """Every legal block of one jam, or two of distinct loops around one computation (a block of each of
     two computations is a block of a block: ``blocks`` of a schedule with jams), of loops not in
@@ -112,7 +134,7 @@ def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Ja
     def legal(before: ProgramState, first: str | None) -> list[tuple[Transformation, ProgramState]]:
         out = []
         for m in moves(before, jam):
-            if m.step.loop in avoid:
+            if m.step.loop in avoid or not _fits(before, m.step.loop, m.step.factor, space.jam_factors):
                 continue
             if first is not None and (m.step.loop in (first, first + "_r")
                                       or not any({first, m.step.loop} <= set(cs.loops) for cs in before.comps)):
