@@ -215,18 +215,29 @@ class ByJams(ByTags):
         return out
 
 
-def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_fastest_nest():
+def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_fastest_nest(monkeypatch):
     from loopcost.ir.state import ProgramState
+    from loopcost.search import adaptive
 
-    runner = ByJams()
-    scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
-    ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
-                             opts=AdaptiveOptions(measure_budget=12, batch=4, beam_size=2, blocks=0.5))
-    every = [t for b in runner.batches for t in b]
-    assert len(every) == 12 == len(set(every))
-    # the second half: blocks of one or two jams (more on a schedule that has jams already)
-    assert all(t.count("J(") >= 1 for t in every[6:])
+    def run(runner):
+        batches = []
+        original = adaptive._block_batch
+        monkeypatch.setattr(adaptive, "_block_batch", lambda *a: batches.append(original(*a)) or batches[-1])
+        scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
+        # every measurement but the first one's (the rounds') for blocks, while they pay
+        ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
+                                 opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, blocks=1.0))
+        every = [t for b in runner.batches for t in b]
+        assert len(every) == 16 == len(set(every)) and ranked[0].score == max(m.speedup for m in measurer.measurements)
+        return every, batches, ranked
+
+    every, batches, ranked = run(ByJams())
+    # blocks of one or two jams (more on a schedule that has jams already), until none is left
+    measured = [str(b.schedule) for batch in batches for b in batch]
+    assert len(batches) >= 3 and measured == every[1:1 + len(measured)] and all("J(" in t for t in measured)
     assert sum(t.kind == "jam" for t in ranked[0].state.tags) >= 2  # a block, then blocks of the block
-    assert ranked[0].score == max(m.speedup for m in measurer.measurements)
+    # where jams pay nothing, one batch of blocks, and the rest of the budget goes back to the rounds
+    every, batches, _ = run(ByTags())
+    assert len(batches) == 1 and [str(b.schedule) for b in batches[0]] == every[1:5]
     with pytest.raises(Exception, match="register blocks"):
         AdaptiveOptions(blocks=1.5)

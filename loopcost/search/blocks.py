@@ -98,9 +98,10 @@ def balance(state: ProgramState) -> float:
     return ops / max(mem, 1.0) * min(1.0, REGISTERS / max(len(kept), 1))
 
 
-def nest_of(schedule: Schedule) -> str:
-    """The text of ``schedule``'s steps that shape its loop nest (``NEST_KINDS``)."""
-    return " ".join(str(s) for s in schedule.steps if s.kind in NEST_KINDS)
+def nest_of(schedule: Schedule, jams: bool = True) -> str:
+    """The text of ``schedule``'s steps that shape its loop nest (``NEST_KINDS``; without its jams: its base
+    nest)."""
+    return " ".join(str(s) for s in schedule.steps if s.kind in NEST_KINDS and (jams or s.kind != "jam"))
 
 
 def _replay(state: ProgramState, steps: tuple[Transformation, ...]) -> tuple[ProgramState, tuple[Transformation, ...]]:
@@ -164,6 +165,7 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
         return []
     full, _ = _replay(base, tail)
     avoid = {t.loop for t in full.tags if t.kind == "parallel"}  # an unroll or vector step that clashes is dropped
+    avoid |= {t.loop + "_r" for t in base.tags if t.kind == "jam"}  # a block's loop of blocks: jams of jams
     out: dict[frozenset, Block] = {}
     for jams, state in _jams(base, space, avoid):
         key = frozenset((j.loop, j.factor) for j in jams)
