@@ -1,6 +1,6 @@
 """A C file's own inputs: the function that initializes the kernel's arrays, called in the harness.
 
-With random inputs a Cholesky factorization computes NaN everywhere; PolyBench's ``main`` calls
+With random inputs a Cholesky factorization computes NaN in half of its matrix; PolyBench's ``main`` calls
 ``init_array(n, A)`` on the same arrays before ``kernel_cholesky(n, A)``. ``user_init`` finds that call (or
 takes the function the user names), matches its arguments to the kernel's parameters by the variables
 both calls pass (``&alpha`` and ``alpha``, ``*A`` and ``A`` are one variable) and makes a ``UserInit``:
@@ -17,9 +17,9 @@ from ..codegen.compiler import Toolchain, Unit
 from ..codegen.harness import UserInit
 from ..errors import CSourceError
 from ..ir.program import DTYPES
-from .linkcheck import prototype
+from .linkcheck import entry, prototype
 from .parse import define_flags
-from .sizes import changed_names, constant
+from .sizes import calls, constant, local_constants
 from .translate import CKernel
 
 
@@ -34,28 +34,15 @@ def _functions(k: CKernel) -> dict[str, c_ast.FuncDef]:
     return {n.decl.name: n for n in k.source.ast.ext if isinstance(n, c_ast.FuncDef)}
 
 
-def _calls_in(body: c_ast.Node) -> list[c_ast.FuncCall]:
-    found: list[c_ast.FuncCall] = []
-
-    class Visitor(c_ast.NodeVisitor):
-        def visit_FuncCall(self, call: c_ast.FuncCall) -> None:
-            if isinstance(call.name, c_ast.ID):
-                found.append(call)
-            self.generic_visit(call)
-
-    Visitor().visit(body)
-    return found
-
-
 def _site(k: CKernel) -> tuple[c_ast.FuncDef, list[c_ast.FuncCall], c_ast.FuncCall] | None:
     """(the function that calls the kernel, its calls in order, the kernel's call), or None."""
     for f in _functions(k).values():
         if f is k.source.function:
             continue
-        calls = _calls_in(f.body)
-        kernel = next((c for c in calls if c.name.name == k.source.name), None)
+        in_f = calls(f.body)
+        kernel = next((c for c in in_f if c.name.name == k.source.name), None)
         if kernel is not None:
-            return f, calls, kernel
+            return f, in_f, kernel
     return None
 
 
@@ -81,10 +68,10 @@ def user_init(k: CKernel, name: str | None = None, defines: dict[str, str] | Non
             return None
         raise CSourceError(f"{k.source.path}: --init {name}: the file never calls {k.source.name}(), so which of "
                            f"its arrays {name}() initializes is unknown")
-    caller, calls, kernel = site
+    caller, in_caller, kernel = site
     arrays = {_variable(a) for a, p in zip(_args(kernel), _params(k.source.function), strict=False)
               if p.name in k.param_buffers}
-    before = calls[:calls.index(kernel)]
+    before = in_caller[:in_caller.index(kernel)]
     found = [c for c in before if c.name.name in functions and c.name.name != k.source.name
              and (c.name.name == name if name else {_variable(a) for a in _args(c)} & arrays - {None})]
     if not found:
@@ -100,11 +87,7 @@ def _make(k: CKernel, call: c_ast.FuncCall, init: c_ast.FuncDef, kernel: c_ast.F
           defines: dict[str, str] | None) -> UserInit:
     """The ``UserInit`` of ``call`` (of ``init``), its arguments matched to the kernel call's."""
     by_variable = {_variable(a): p.name for a, p in zip(_args(kernel), _params(k.source.function), strict=False)}
-    changed, env = changed_names(caller.body), {}
-    for item in caller.body.block_items or []:
-        if isinstance(item, c_ast.Decl) and item.name not in changed and item.init is not None:
-            if (v := constant(item.init, env)) is not None:
-                env[item.name] = v
+    env = local_constants(caller)
     used = {b.name for b in k.program.buffers}
     args = []
     for position, arg in enumerate(_args(call)):
@@ -123,10 +106,7 @@ def _make(k: CKernel, call: c_ast.FuncCall, init: c_ast.FuncDef, kernel: c_ast.F
                                f"{k.source.name}() is called with, nor a constant: loopcost cannot pass it")
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
     flags = (*define_flags(defines), *(f"-I{d}" for d in folders))
-    head = prototype(k.source, "lc_user_init", init).rstrip(";")
-    names = ", ".join(p.name for p in _params(init))
-    wrapper = (f'#define main lc_init_main\n#include "{k.source.path.resolve()}"\n#undef main\n'
-               f"{head}\n{{\n  {init.decl.name}({names});\n}}\n")  # the file's static functions are in reach
+    wrapper = entry(k.source, f'#include "{k.source.path.resolve()}"', "lc_user_init", init)  # its statics in reach
     libraries = [h.with_suffix(".c") for h in k.source.headers  # polybench.c
                  if h.with_suffix(".c").is_file() and h.with_suffix(".c") != k.source.path.resolve()]
     units = (Unit(wrapper, Toolchain(flags=("-O2",)), (*flags, "-ffunction-sections", "-fdata-sections")),

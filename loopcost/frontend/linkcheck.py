@@ -41,17 +41,17 @@ def prototype(src: CSource, name: str, function: c_ast.FuncDef | None = None) ->
     return c_generator.CGenerator().visit(decl) + ";"
 
 
-def entry(src: CSource, text: str, role: str) -> str:
-    """``text`` (a file that defines ``src``'s function) as a unit of a harness: its ``main`` renamed for
-    ``role`` (with what only it calls, dropped at link time), and ``lc_ROLE``, an entry point that calls
-    the function, which may be static (PolyBench's are) and keeps its name."""
-    func = src.function
-    head = prototype(src, f"lc_{role}").rstrip(";")
+def entry(src: CSource, text: str, name: str, function: c_ast.FuncDef | None = None) -> str:
+    """``text`` (a file that defines ``function``, default: ``src``'s kernel) as a unit of a harness: its
+    ``main`` renamed (dropped at link time, with what only it calls), and ``name``, an entry point that
+    calls the function, which may be static (PolyBench's are) and keeps its name."""
+    func = function or src.function
+    head = prototype(src, name, func).rstrip(";")
     names = ", ".join(p.name for p in (func.decl.type.args.params if func.decl.type.args else [])
                       if isinstance(p, c_ast.Decl))
     void = c_generator.CGenerator().visit(func.decl.type.type).strip().startswith("void")
-    return (f"#define main lc_unused_main_{role}\n{text}\n#undef main\n"
-            f"{head}\n{{\n  {'' if void else 'return '}{src.name}({names});\n}}\n")
+    return (f"#define main lc_main_beside_{name}\n{text}\n#undef main\n"
+            f"{head}\n{{\n  {'' if void else 'return '}{func.decl.name}({names});\n}}\n")
 
 
 def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dict[str, str] | None,
@@ -88,7 +88,7 @@ def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dic
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
     common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-ffunction-sections", "-fdata-sections")
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),
-             *(Unit(entry(k.source, b.source, role), Toolchain(b.cc, b.flags),
+             *(Unit(entry(k.source, b.source, f"lc_{role}"), Toolchain(b.cc, b.flags),
                     (*common, f"-D{k.source.name}=lc_{role}_function"))  # one name per unit, static or not
                for role, b in (("original", reference), ("optimized", candidate))),
              *(init.units if init else ()))

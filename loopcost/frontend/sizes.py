@@ -67,17 +67,28 @@ class FileSizes:
     where: str = ""
 
 
-def _calls(node: c_ast.Node, name: str) -> list[c_ast.FuncCall]:
+def calls(node: c_ast.Node, name: str | None = None) -> list[c_ast.FuncCall]:
+    """The calls by name in ``node``, in order (of the function ``name`` only, when given)."""
     found: list[c_ast.FuncCall] = []
 
     class Visitor(c_ast.NodeVisitor):
         def visit_FuncCall(self, call: c_ast.FuncCall) -> None:
-            if isinstance(call.name, c_ast.ID) and call.name.name == name:
+            if isinstance(call.name, c_ast.ID) and name in (None, call.name.name):
                 found.append(call)
             self.generic_visit(call)
 
     Visitor().visit(node)
     return found
+
+
+def local_constants(caller: c_ast.FuncDef) -> dict[str, int]:
+    """The locals of ``caller`` initialized with a constant expression and never changed, with their values."""
+    changed, env = changed_names(caller.body), {}
+    for item in caller.body.block_items or []:
+        if isinstance(item, c_ast.Decl) and item.name not in changed and item.init is not None:
+            if (value := constant(item.init, env)) is not None:
+                env[item.name] = value
+    return env
 
 
 def file_sizes(src: CSource, int_params: list[str]) -> FileSizes:
@@ -86,18 +97,13 @@ def file_sizes(src: CSource, int_params: list[str]) -> FileSizes:
     params = src.function.decl.type.args.params if src.function.decl.type.args else []
     position = {p.name: k for k, p in enumerate(params) if isinstance(p, c_ast.Decl)}
     for caller in (n for n in src.ast.ext if isinstance(n, c_ast.FuncDef) and n is not src.function):
-        calls = _calls(caller.body, src.name)
-        if not calls:
+        found = calls(caller.body, src.name)
+        if not found:
             continue
-        changed, env = changed_names(caller.body), {}
-        for item in caller.body.block_items or []:
-            if isinstance(item, c_ast.Decl) and item.name not in changed and item.init is not None:
-                value = constant(item.init, env)
-                if value is not None:
-                    env[item.name] = value
-        args = calls[0].args.exprs if calls[0].args else []
+        env = local_constants(caller)
+        args = found[0].args.exprs if found[0].args else []
         values = {n: v for n in int_params if position[n] < len(args)
                   and (v := constant(args[position[n]], env)) is not None}
-        coord = calls[0].coord
+        coord = found[0].coord
         return FileSizes(values, f"{coord.file}:{coord.line}, the call in {caller.decl.name}()")
     return FileSizes({})

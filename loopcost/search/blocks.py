@@ -76,7 +76,7 @@ def balance(state: ProgramState) -> float:
     reduction's load and store keep one) are more than that. A computation with no running loop left is
     straight-line code: every access counts."""
     ops = mem = 0.0
-    kept: set[tuple[str, str]] = set()
+    kept: set[tuple] = set()
     for cs in state.comps:
         comp = state.program.computation(cs.comp)
         moves_with = _moves_with(state, cs)
@@ -91,7 +91,7 @@ def balance(state: ProgramState) -> float:
             if inner is None or used & inner:
                 n_mem += n
             else:
-                kept |= {(access.buffer, f"{access.index}#{k}") for k in range(n)}
+                kept |= {(access.buffer, access.index, k) for k in range(n)}
         instances = points(domain_str(comp, state.program.enclosing_loops(cs.comp)))
         ops += instances
         mem += instances * n_mem / math.prod(jams.values())
