@@ -108,17 +108,19 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "bench" / "POLYBENCH.md"))
     ap.add_argument("--pause-file", type=Path, help="before each kernel, wait while this file exists")
+    ap.add_argument("--report", action="store_true", help="only write the table from the rows measured so far")
     args = ap.parse_args()
     if not (args.polybench / "utilities" / "polybench.h").is_file():
         raise SystemExit(f"{args.polybench}: not a PolyBench/C checkout (no utilities/polybench.h)")
-    ensure_polly()
-    model = None if args.search == "exec" else CostModel.load(args.model)
     info = machine_info(Toolchain().describe())
     jsonl = Path(args.out).with_suffix(".jsonl")
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
     done = {r["kernel"] for r in rows}
+    if not args.report:
+        ensure_polly()
+    model = None if args.search == "exec" or args.report else CostModel.load(args.model)
     for path in kernel_files(args.polybench):
-        if path.stem in done or (args.kernels and path.stem not in args.kernels):
+        if args.report or path.stem in done or (args.kernels and path.stem not in args.kernels):
             continue
         while args.pause_file is not None and args.pause_file.exists():
             time.sleep(5)
@@ -132,6 +134,7 @@ def main() -> None:
         print(path.stem, {c: v.get("speedup") for c, v in row.get("columns", {}).items()} or row.get("error"),
               flush=True)
     ok = [r for r in rows if "columns" in r]
+    left = len(kernel_files(args.polybench)) - len(rows)
     failed = "".join(f"\n- {r['kernel']}: {r['error']}" for r in rows if "error" in r)
     header = (f"# PolyBench/C 4.2.1 as distributed: loopcost and Polly over gcc -O3\n\n"
               f"`python bench/polybench.py PATH --dataset {args.dataset} --search {args.search}` "
@@ -141,7 +144,8 @@ def main() -> None:
               f"(\"random\" where those leave an output as it was); speedups over the original function under "
               f"gcc -O3 -march=native, side by side in one harness, median of {args.runs} runs, every column's "
               f"outputs compared with the original's first. Raw rows: `{jsonl.name}`.\n\n")
-    Path(args.out).write_text(header + table(ok) + (f"\nNot benchmarked:{failed}\n" if failed else ""))
+    Path(args.out).write_text(header + table(ok) + (f"\nNot benchmarked:{failed}\n" if failed else "")
+                              + (f"\n{left} kernels not measured yet: the run stopped part way.\n" if left else ""))
     print(f"wrote {args.out}")
 
 

@@ -278,10 +278,12 @@ def _store_training(a: argparse.Namespace) -> argparse.Namespace:
     fp, _ = LocalRunner().machine()
     out = Path(a.out) if a.out else machine_model(fp)
     out.parent.mkdir(parents=True, exist_ok=True)
-    data = out.with_suffix(".store.npz")
-    info = export_store(store, data, fingerprint=fp, codegen=CODEGEN_VERSION)
     init = a.init or str(SHIPPED_MODEL)
     nets = CostModel.load(init).nets
+    if a.init_member >= len(nets):
+        raise LoopcostError(f"--init-member {a.init_member}: {init} has {len(nets)} network(s), numbered from 0")
+    data = out.with_suffix(".store.npz")
+    info = export_store(store, data, fingerprint=fp, codegen=CODEGEN_VERSION)
     print(f"fine-tuning {init} ({len(nets)} network(s)) on {info['records']} schedules of {info['programs']} "
           f"programs measured on this machine ({fp})", file=sys.stderr)
     return argparse.Namespace(**{**vars(a), "data": str(data), "out": str(out), "db": str(store), "init": init,

@@ -100,6 +100,21 @@ def test_sizes_that_make_a_loop_empty_are_refused(tmp_path):
     assert run("show", str(c), "--param", "n=10").returncode == 0
 
 
+def test_fine_tuning_from_a_member_the_model_does_not_have_is_refused(tmp_path):
+    from loopcost.ir.state import ProgramState
+    from loopcost.kernels import KERNELS
+    from loopcost.runner import LocalRunner, Measurement
+    from loopcost.runner.recorded import record
+
+    fp, info = LocalRunner().machine()
+    db = tmp_path / "m.sqlite"
+    record(db, ProgramState.initial(KERNELS["gemm"].program("small")),
+           [Measurement("P(i)", (0.1,), (0.2,), True, fingerprint=fp, machine=info)], "test")
+    r = run("train", "--store", str(db), "--epochs", "1", "--init-member", "7", "--out", str(tmp_path / "m.pt"))
+    assert r.returncode == 2 and "--init-member 7" in r.stderr and "network(s)" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "m.pt").exists()
+
+
 def test_a_checkpoint_that_would_run_code_is_refused_and_runs_nothing(tmp_path):
     from loopcost.costmodel.train import _read_checkpoint
 

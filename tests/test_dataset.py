@@ -27,6 +27,8 @@ from loopcost.transforms.legality import carried
 from loopcost.transforms.schedule import Schedule
 from loopcost.transforms.space import STAGES, SpaceOptions, proposals
 
+from .faults import killed_at
+
 TINY = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20)
 
 
@@ -186,6 +188,32 @@ def test_sigkill_at_any_moment_then_resume_is_exact(tmp_path):
     assert r.returncode == 0, r.stderr
     assert contents(killed) == contents(clean)
     assert len(contents(clean)) == 8 * 4
+
+
+@pytest.mark.slow
+def test_a_build_killed_at_30_seeded_moments_resumes_to_the_dataset_of_a_build_never_killed(tmp_path):
+    """After every kill the database is whole, holds every program stored before it with all its schedules,
+    none twice; the build that finally runs through stores what a build never killed stores."""
+    cfg, rng = BuildConfig(seed=4, schedules=3, generator=TINY), random.Random(21)
+    killed, clean = tmp_path / "killed.db", tmp_path / "clean.db"
+
+    def stored() -> list[tuple]:
+        return contents(killed) if killed.exists() and killed.stat().st_size else []
+
+    before: list[tuple] = []
+    landed = 0  # kills that came before the build was done
+    for _ in range(30):
+        landed += killed_at(lambda: build(str(killed), programs=30, cfg=cfg, workers=1, progress=False),
+                            rng.uniform(0.0, 0.6))
+        now = stored()
+        assert set(before) <= set(now) and len(now) == len(set(now))  # nothing lost, nothing twice
+        per_program = {(seed, idx) for seed, idx, *_ in now}
+        assert len(now) == 4 * len(per_program)  # a program is stored with all its schedules or not at all
+        before = now
+    assert 0 < len(before) and landed >= 20, landed
+    build(str(killed), programs=30, cfg=cfg, workers=1, progress=False)
+    build(str(clean), programs=30, cfg=cfg, workers=1, progress=False)
+    assert contents(killed) == contents(clean) and len(contents(clean)) == 30 * 4
 
 
 def test_dask_local_cluster_build(tmp_path):

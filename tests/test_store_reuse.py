@@ -1,6 +1,7 @@
 """The machine's store: what was measured before is reused, not measured again; the store survives
 concurrent writers and a writer killed with SIGKILL; an older store is upgraded in place."""
 
+import functools
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from loopcost.runner import Measurement, RecordingRunner, Timing
 from loopcost.runner.recorded import record
 from loopcost.transforms.schedule import Schedule
 
+from .faults import killed_at
 from .programs import matvec
 
 MACHINE = ("f00dfeedf00dfeed", {"cpu": "test CPU", "cores": 2, "compiler": "cc 1", "flags": ["-O3"]})
@@ -244,9 +246,9 @@ def test_a_search_sized_batch_is_found_in_the_store_whole(tmp_path):
 
 
 def test_a_hundred_kills_at_seeded_moments_lose_and_duplicate_nothing(tmp_path):
-    """Fault injection: a writer forked from this process (no start-up cost) appends batches from where the
-    store stands; it is killed with SIGKILL after a seeded random delay, 100 times; after every kill the
-    store is whole, holds every batch committed before it once, and the next writer resumes from there."""
+    """Fault injection: a writer forked from this process appends batches from where the store stands; it
+    is killed with SIGKILL after a seeded random delay, 100 times; after every kill the store is whole,
+    holds every batch committed before it once, and the next writer resumes from there."""
     import random
 
     db, size, rng = tmp_path / "m.sqlite", 8, random.Random(20)
@@ -266,21 +268,52 @@ def test_a_hundred_kills_at_seeded_moments_lose_and_duplicate_nothing(tmp_path):
 
     done = 0
     for _ in range(100):
-        pid = os.fork()
-        if pid == 0:  # the writer
-            try:
-                write_from(done, None)
-            finally:
-                os._exit(0)
-        time.sleep(rng.uniform(0.0, 0.06))
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        assert killed_at(functools.partial(write_from, done, None), rng.uniform(0.0, 0.06))
         names = batches_stored()
         assert len(names) == len(set(names)) and len(names) % size == 0  # whole batches, each once
         done = len(names) // size
         assert set(names) == {f"k-{b}-{k}" for b in range(done) for k in range(size)}  # nothing lost
     write_from(done, done + 3)
     assert len(batches_stored()) == (done + 3) * size
+
+
+@pytest.mark.slow
+def test_optimize_exec_killed_at_30_seeded_moments_loses_nothing_and_the_next_search_takes_it_back(tmp_path):
+    """``optimize --search exec`` recording in a store, killed with SIGKILL at 30 seeded moments: after every
+    kill the store is whole and holds every run stored before it, unchanged, none twice; the search that
+    finally runs through takes the stored runs back instead of measuring them again."""
+    import random
+
+    from loopcost.kernels import KERNELS
+    from loopcost.runner import open_runner
+    from loopcost.search.optimize import optimize
+
+    db, rng = tmp_path / "m.sqlite", random.Random(26)
+    program = KERNELS["gemm"].program("small")
+
+    def search():
+        with open_runner(store=db, source="optimize:exec") as runner:
+            return optimize(program, method="exec", budget=2, top_k=3, runner=runner)
+
+    def runs() -> dict[int, tuple]:
+        if not db.exists():
+            return {}
+        with Store(db) as store:
+            assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            return {i: rest for i, *rest in store.db.execute("SELECT id, schedule, times, created FROM runs")}
+
+    before: dict[int, tuple] = {}
+    landed = 0  # kills that came before the search was done
+    for _ in range(30):
+        landed += killed_at(search, rng.uniform(0.0, 3.0))
+        now = runs()
+        assert all(now.get(i) == row for i, row in before.items())  # nothing lost or changed
+        measured = [(schedule, times) for schedule, times, _ in now.values()]
+        assert len(measured) == len(set(measured))  # no batch stored twice
+        before = now
+    assert before and landed >= 20, landed
+    r = search()
+    assert r.verified and r.reused > 0
 
 
 def test_a_full_store_refuses_a_batch_whole_keeps_what_it_held_and_exits_3(tmp_path, monkeypatch):
@@ -302,6 +335,37 @@ def test_a_full_store_refuses_a_batch_whole_keeps_what_it_held_and_exits_3(tmp_p
     code, line = cli._failure(e.value)
     assert code == 3 and "the disk is full" in line and "\n" not in line
     monkeypatch.undo()
+    with Store(db) as store:
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert sorted(r.schedule_text for r in store.runs(matvec().content_hash())) == sorted(TEXTS[:2])
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A folder on a 256 KiB tmpfs, where this machine lets the tests mount one (as root)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("this machine does not let the tests mount a small tmpfs")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_run_whose_store_is_on_a_full_disk_exits_3_saying_so_and_the_store_keeps_what_it_held(small_disk):
+    db = small_disk / "m.sqlite"
+    record(db, states()[0], Counting().measure(states()[:2], labels=TEXTS[:2]), "test")
+    with open(small_disk / "filler", "wb", buffering=0) as f:  # fill the disk to its last byte
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+    r = subprocess.run([sys.executable, "-m", "loopcost.cli", "run", "gemm", "--size", "small", "--schedule",
+                        "P(i)", "--runs", "2", "--store", str(db)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "full" in r.stderr.strip().splitlines()[-1], r.stderr[-2000:]
+    (small_disk / "filler").unlink()
     with Store(db) as store:
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert sorted(r.schedule_text for r in store.runs(matvec().content_hash())) == sorted(TEXTS[:2])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 import statistics
 import time
@@ -109,6 +110,16 @@ class Row:
 LOCK_TIMEOUT = 60.0
 
 
+def full_disk(path: Path) -> str:
+    """A note for an error on ``path`` when the disk holding it has (almost) no room left, else ''. SQLite
+    says "disk I/O error" when it cannot even create its journal."""
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        return ""
+    return f" (the disk is full: {free} bytes free in {path.parent})" if free < 1 << 20 else ""
+
+
 class Store:
     """A measurement database file; safe to kill at any moment (SQLite WAL, one transaction per batch)."""
 
@@ -129,7 +140,7 @@ class Store:
                 if self.db is not None:
                     self.db.close()
                 if "locked" not in str(e) and "busy" not in str(e):
-                    raise EnvironmentFailure(f"{self.path}: {e}") from None
+                    raise EnvironmentFailure(f"{self.path}: {e}{full_disk(self.path)}") from None
                 if time.monotonic() > deadline:
                     raise EnvironmentFailure(f"{self.path} stayed locked by another process for "
                                              f"{LOCK_TIMEOUT:g} s") from None

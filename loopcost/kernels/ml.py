@@ -1,5 +1,5 @@
 """Image-processing and machine-learning kernels: a two-stage blur, a direct
-convolution, and a matrix product followed by a ReLU."""
+convolution, a depthwise convolution, and a matrix product followed by a ReLU."""
 
 from __future__ import annotations
 
@@ -63,6 +63,37 @@ def conv2d(batch: int, channels: int, filters: int, height: int, width: int, ksi
                         with p.loop("ky", 0, ksize) as ky:
                             with p.loop("kx", 0, ksize) as kx:
                                 out[n, f, y, x] += w[f, c, ky, kx] * inp[n, c, y + ky, x + kx]
+    return p.build()
+
+
+# ---- depthwise-conv ----------------------------------------------------------
+
+
+def _depthwise_conv_ref(a: dict[str, np.ndarray], **_sizes: int) -> None:
+    inp, w, bias, out = a["input"], a["weight"], a["bias"], a["output"]
+    k = w.shape[-1]
+    win = sliding_window_view(inp, (k, k), axis=(2, 3))  # [n, c, y, x, ky, kx]
+    out[:] = bias[None, :, None, None] + np.einsum("cij,ncyxij->ncyx", w, win)
+
+
+@kernel("depthwise-conv", "depthwise 2-D convolution (NCHW, valid padding, one filter per channel) with a bias",
+        {"small": dict(batch=2, channels=5, height=12, width=14, ksize=3),
+         "bench": dict(batch=4, channels=128, height=114, width=114, ksize=3)}, _depthwise_conv_ref)
+def depthwise_conv(batch: int, channels: int, height: int, width: int, ksize: int) -> Program:
+    p = ProgramBuilder("depthwise-conv")
+    oh, ow = height - ksize + 1, width - ksize + 1
+    inp = p.input("input", (batch, channels, height, width))
+    w = p.input("weight", (channels, ksize, ksize))
+    bias = p.input("bias", (channels,))
+    out = p.output("output", (batch, channels, oh, ow))
+    with p.loop("n", 0, batch) as n:
+        with p.loop("c", 0, channels) as c:
+            with p.loop("y", 0, oh) as y:
+                with p.loop("x", 0, ow) as x:
+                    out[n, c, y, x] = bias[c]
+                    with p.loop("ky", 0, ksize) as ky:
+                        with p.loop("kx", 0, ksize) as kx:
+                            out[n, c, y, x] += w[c, ky, kx] * inp[n, c, y + ky, x + kx]
     return p.build()
 
 
