@@ -1,5 +1,6 @@
 """A cluster's workers compile and run what they are sent: reach one over TLS with its certificates, refuse
-tls:// without them, and warn before sending programs over plain TCP beyond this machine."""
+tls:// without them, and warn before sending programs over plain TCP beyond this machine; a scheduler out of
+reach is the environment's failure."""
 
 import json
 import operator
@@ -49,3 +50,19 @@ def test_a_security_file_is_checked_before_anything_is_sent(tmp_path):
         f.write_text(text)
         with pytest.raises(LoopcostError, match=message):
             security_from(str(f))
+
+
+def test_a_scheduler_out_of_reach_is_the_environments_failure_in_one_line(monkeypatch, capsys):
+    import socket
+
+    from loopcost import cli
+    from loopcost.runner import dask
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr(dask, "CONNECT_TIMEOUT", 2.0)
+    address = f"tcp://127.0.0.1:{port}"
+    code = cli.main(["optimize", "gemm", "--size", "small", "--search", "exec", "--cluster", address])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 3 and len(err) == 1 and f"cannot reach Dask scheduler {address}" in err[0], err

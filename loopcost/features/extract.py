@@ -281,6 +281,8 @@ def _tag_fields(tags: tuple[LoopTag, ...]) -> dict[str, list[tuple[int, float]]]
     """Per tagged loop name: the (level field, value) pairs its tags set, in tag order."""
     out: dict[str, list[tuple[int, float]]] = {}
     for t in tags:
+        if t.kind not in _TAG_FIELDS:  # layout 3 has no field for a packed buffer: the model does not see it
+            continue
         flag, field = _TAG_FIELDS[t.kind]
         entries = out.setdefault(t.loop, [])
         entries.append((_LF[flag], 1.0))

@@ -28,17 +28,22 @@ from .program import Program
 CODE_TAGS = ("parallel", "vector", "unroll", "jam")
 #: tags that record what transformations did to a loop, for the features
 HISTORY_TAGS = ("tile", "tiled", "interchanged", "skewed", "reversed")
-TAG_KINDS = CODE_TAGS + HISTORY_TAGS
+#: tags that change where the generated code reads a buffer (any number a loop, one per buffer): a ``pack``
+#: loop copies what it reads of its ``buffer`` into a contiguous local array first
+DATA_TAGS = ("pack",)
+TAG_KINDS = CODE_TAGS + HISTORY_TAGS + DATA_TAGS
 
 
 @dataclass(frozen=True)
 class LoopTag:
     """Loop ``loop`` is a ``kind`` loop, with ``factor`` (unroll factor, vector width, tile size,
-    skew factor). Code tags change the generated C; history tags only record transformations."""
+    skew factor) or ``buffer`` (the buffer a pack copies). Code and data tags change the generated C;
+    history tags only record transformations."""
 
     loop: str
     kind: str
     factor: int = 0
+    buffer: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in TAG_KINDS:
@@ -161,9 +166,13 @@ class ProgramState:
         return replace(self, comps=tuple(comps.get(c.comp, c) for c in self.comps))
 
     def with_tags(self, *tags: LoopTag) -> ProgramState:
-        """Add tags; a new tag replaces one of the same loop and kind."""
-        new = {(t.loop, t.kind) for t in tags}
-        return replace(self, tags=tuple(t for t in self.tags if (t.loop, t.kind) not in new) + tags)
+        """Add tags; a new tag replaces one of the same loop and kind (and buffer)."""
+        new = {(t.loop, t.kind, t.buffer) for t in tags}
+        return replace(self, tags=tuple(t for t in self.tags if (t.loop, t.kind, t.buffer) not in new) + tags)
+
+    def packs(self, loop: str) -> list[str]:
+        """The buffers that ``loop`` packs, in the order they were packed."""
+        return [t.buffer for t in self.tags if t.loop == loop and t.kind == "pack"]
 
     def loops_text(self) -> str:
         """Each computation with its loops, outermost first, and the code tags of each loop."""
@@ -171,8 +180,8 @@ class ProgramState:
         for cs in self.comps:
             parts = []
             for name in cs.real_loops:
-                tags = [t.kind + (f"({t.factor})" if t.factor else "") for t in self.tags
-                        if t.loop == name and t.kind in CODE_TAGS]
+                tags = [t.kind + (f"({t.factor})" if t.factor else f"({t.buffer})" if t.buffer else "")
+                        for t in self.tags if t.loop == name and t.kind in CODE_TAGS + DATA_TAGS]
                 parts.append(name + (f" [{', '.join(tags)}]" if tags else ""))
             lines.append(f"{cs.comp}: {' > '.join(parts) or '(no loop)'}")
         return "\n".join(lines)

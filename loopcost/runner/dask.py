@@ -29,6 +29,8 @@ from .measurement import Measurement
 from .process import Timing
 
 #: the settings of ``distributed.Security`` a ``--security`` file may give
+#: seconds to wait for a Dask scheduler before the command fails (exit 3)
+CONNECT_TIMEOUT = 30.0
 SECURITY_KEYS = ("tls_ca_file", "tls_client_cert", "tls_client_key", "require_encryption", "tls_min_version")
 
 
@@ -93,7 +95,7 @@ def executor(workers: int, cluster: str | None, security=None) -> Iterator[cf.Ex
         raise LoopcostError(f"{cluster} needs certificates: --security FILE, or Dask's distributed.comm.tls "
                             f"configuration")
     try:
-        client = Client(cluster, timeout=30, security=sec)
+        client = Client(cluster, timeout=CONNECT_TIMEOUT, security=sec)
     except (OSError, TimeoutError) as e:
         raise EnvironmentFailure(f"cannot reach Dask scheduler {cluster}: {e}") from None
     with client:

@@ -15,6 +15,7 @@ import islpy as isl
 
 from ..errors import IllegalScheduleError, ScheduleError
 from ..ir.dependence import Dependence, dependences
+from ..ir.packing import PACK_BYTES, pack_bytes, read_box
 from ..ir.polyhedral import domains
 from ..ir.program import Program
 from ..ir.state import ProgramState
@@ -164,4 +165,32 @@ def check_tags(state: ProgramState, tags) -> ProgramState:
                                         f"in {cs.comp}")
         if tag.kind in ("parallel", "vector"):
             check_parallel(state, tag.loop, tag.kind)
+    if any(t.kind in ("pack", "parallel") for t in tags):
+        check_packs(state)
     return state
+
+
+def check_packs(state: ProgramState) -> None:
+    """Raise ScheduleError unless every pack of ``state`` holds: nothing inside its loop writes its buffer
+    (``IllegalScheduleError``), no loop at or inside it is parallel, and its copy fits ``PACK_BYTES``."""
+    for tag in state.tags:
+        if tag.kind != "pack":
+            continue
+        try:
+            comps = state.comps_with(tag.loop)
+        except ScheduleError as e:
+            raise ScheduleError(f"the pack of {tag.buffer!r} at loop {tag.loop!r}: {e}") from None
+        writers = [cs.comp for cs in comps if state.program.computation(cs.comp).target.buffer == tag.buffer]
+        if writers:
+            raise IllegalScheduleError(f"cannot pack {tag.buffer!r} at loop {tag.loop!r}: {writers[0]} inside it "
+                                       f"writes {tag.buffer!r}, and the copy would go stale")
+        inside = {name for cs in comps for name in cs.loops[cs.level_of(tag.loop):] if name is not None}
+        parallel = [t.loop for t in state.tags if t.kind == "parallel" and t.loop in inside]
+        if parallel:
+            raise ScheduleError(f"cannot pack {tag.buffer!r} at loop {tag.loop!r}: loop {parallel[0]!r} at or "
+                                f"inside it is parallel, and the threads would share one copy (pack at a loop "
+                                f"inside the parallel one: each thread then packs its own)")
+        size = pack_bytes(state, read_box(state, tag.loop, tag.buffer), tag.buffer)
+        if size > PACK_BYTES:
+            raise ScheduleError(f"cannot pack {tag.buffer!r} at loop {tag.loop!r}: its copy would take {size} "
+                                f"bytes, more than {PACK_BYTES} (pack at a loop of smaller tiles)")

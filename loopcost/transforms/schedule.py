@@ -2,11 +2,11 @@
 
 Notation (one transformation after another, separated by spaces)::
 
-    I(i,j) T2(i,k,32,64) T3(i,j,k,32,32,32) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1) J(i,4)
+    I(i,j) T2(i,k,32,64) T3(i,j,k,32,32,32) U(k,8) P(i_t) V(j,8) S(i,j,1) R(j) F(S0,S1,1) J(i,4) K(B,i)
 
 Loops are named by the program's loop names; tiling adds ``<loop>_t`` tile loops, unroll-and-jam
 ``<loop>_r`` loops over register blocks and vectorization a ``<loop>_v`` strip loop (see ``loopcost show
-KERNEL --loops``). ``F`` names computations.
+KERNEL --loops``). ``F`` names computations, ``K`` a buffer and a loop.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..ir.state import ProgramState
 from .base import Transformation
 from .fusion import Fuse
 from .jam import UnrollJam
+from .packing import Pack
 from .reorder import Interchange, Reverse, Skew
 from .tags import Parallelize, Unroll, Vectorize
 from .tiling import Tile
@@ -46,7 +47,7 @@ def _names(args: list[str], where: str) -> list[str]:
 
 def parse_transformation(code: str, args: list[str]) -> Transformation:
     where = f"{code}({','.join(args)})"
-    arity = {"I": 2, "R": 1, "S": 3, "P": 1, "U": 2, "V": 2, "F": 3, "T2": 4, "T3": 6, "J": 2}
+    arity = {"I": 2, "R": 1, "S": 3, "P": 1, "U": 2, "V": 2, "F": 3, "T2": 4, "T3": 6, "J": 2, "K": 2}
     if code not in arity:
         raise ScheduleError(f"unknown transformation {code!r} in {where}; known: {', '.join(arity)}")
     if len(args) != arity[code]:
@@ -67,12 +68,14 @@ def parse_transformation(code: str, args: list[str]) -> Transformation:
         return UnrollJam(_names(args[:1], where)[0], _ints(args[1:], where)[0])
     if code == "F":
         return Fuse(*_names(args[:2], where), _ints(args[2:], where)[0])
+    if code == "K":
+        return Pack(*_names(args, where))
     n = int(code[1])
     return Tile(tuple(_names(args[:n], where)), tuple(_ints(args[n:], where)))
 
 
 _BY_KIND = {cls.kind: cls for cls in (Interchange, Reverse, Skew, Parallelize, Unroll, Vectorize, Fuse, Tile,
-                                      UnrollJam)}
+                                      UnrollJam, Pack)}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,79 @@
+"""Packing, seen by isl: the box of a buffer's elements that the statements inside a loop read during one
+run of the loop, as functions of the loops around it.
+
+A run of loop ``L`` is fixed by the time dimensions before ``L``'s (``t0 .. t{2q}`` for ``L`` at level
+``q``). The box's low and high ends in each dimension of the buffer are piecewise affine functions of
+those, named ``c0, c1, ...`` as isl names the iterators of the loops it generates, and its extents are
+constants: the most any run reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import islpy as isl
+
+from ..errors import ScheduleError
+from .polyhedral import access_map, domain_str
+from .state import ProgramState
+
+#: bytes a pack may hold: it lives on the stack of the thread that runs the loop
+PACK_BYTES = 512 << 10
+#: bytes of an element, by dtype (every dtype of ``program.DTYPES``)
+ELEMENT_BYTES = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "int8": 1}
+
+
+@dataclass(frozen=True)
+class Box:
+    """What a run of a loop reads of a buffer: per dimension, the lowest and highest index (isl functions
+    of the iterators ``c0 ..`` of the loops around it, defined on ``context``) and the most elements."""
+
+    low: tuple[isl.PwAff, ...]
+    high: tuple[isl.PwAff, ...]
+    extents: tuple[int, ...]
+    context: isl.Set
+
+    @property
+    def elements(self) -> int:
+        return prod(self.extents)
+
+
+def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] | None = None) -> Box:
+    """The box of ``buffer`` that the computations inside ``loop`` (those named in ``only``) read during one
+    of its runs; raises ScheduleError when nothing there reads it or the box is not bounded."""
+    p = state.program
+    loops_of = {c.name: loops for c, loops in p.walk_computations()}
+    comps = [cs for cs in state.comps_with(loop) if only is None or cs.comp in only]
+    n = 2 * comps[0].level_of(loop) + 1  # the time dimensions before the loop's
+    region = None
+    for cs in comps:
+        c = p.computation(cs.comp)
+        time = cs.time_map().intersect_domain(isl.Set(domain_str(c, loops_of[c.name])))
+        before = time.project_out(isl.dim_type.out, n, time.dim(isl.dim_type.out) - n)
+        for r in c.reads():
+            if r.buffer == buffer:
+                m = before.reverse().apply_range(access_map(c, loops_of[c.name], r))
+                region = m if region is None else region.union(m)
+    if region is None:
+        raise ScheduleError(f"nothing inside loop {loop!r} reads {buffer!r}")
+    fixed = region.move_dims(isl.dim_type.param, 0, isl.dim_type.in_, 0, n)
+    for k in range(n):
+        fixed = fixed.set_dim_name(isl.dim_type.param, k, f"c{k}")
+    box = fixed.range().coalesce()
+    context = box.params()
+    low, high, extents = [], [], []
+    for d in range(box.dim(isl.dim_type.set)):
+        lo, hi = box.dim_min(d).gist(context), box.dim_max(d).gist(context)
+        most = hi.sub(lo).max_val()
+        if not most.is_int():
+            raise ScheduleError(f"the elements of {buffer!r} read inside loop {loop!r} have no bounded box")
+        low.append(lo)
+        high.append(hi)
+        extents.append(most.to_python() + 1)
+    return Box(tuple(low), tuple(high), tuple(extents), context)
+
+
+def pack_bytes(state: ProgramState, box: Box, buffer: str) -> int:
+    """Bytes of the local array that holds ``box`` of ``buffer``."""
+    return box.elements * ELEMENT_BYTES[state.program.buffer(buffer).dtype]

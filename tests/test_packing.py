@@ -1,0 +1,94 @@
+"""Packing ``K(B,L)``: the box a loop reads, the copy in the generated C, and what is refused."""
+
+import pytest
+
+from loopcost.codegen.c_source import kernel_c
+from loopcost.errors import IllegalScheduleError, ScheduleError
+from loopcost.ir.dsl import ProgramBuilder
+from loopcost.ir.packing import PACK_BYTES, read_box
+from loopcost.kernels import KERNELS
+from loopcost.runner import LocalRunner, Timing
+from loopcost.transforms.schedule import Schedule
+
+from .programs import matvec
+
+
+def test_the_box_of_a_tile_moves_with_the_tile_loops_and_has_the_tiles_extents():
+    state = Schedule.parse("T3(i,j,k,8,16,8)").apply(KERNELS["gemm"].program("small"))
+    box = read_box(state, "i", "B")  # B[k][j] inside the k_t and j_t tiles
+    assert box.extents == (8, 16)
+    assert [str(lo).split("->")[1].strip() for lo in box.low] == ["{ [(8c5)] }", "{ [(16c3)] }"]
+    assert read_box(state, "k_t", "A").extents == (8, 30)  # A[i][k]: one i tile, every k
+    with pytest.raises(ScheduleError, match="reads 'x'"):
+        read_box(state, "i", "x")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("gemm", "T3(i,j,k,8,16,8) K(B,i)"),
+    ("gemm", "T3(i,j,k,8,16,8) K(B,i) K(A,j)"),  # two packs, one inside the other
+    # a register block, the threads outside the pack
+    ("gemm", "F(S0,S1,0) I(j_1,k) T3(i_1,k,j_1,8,8,16) J(i_1,4) J(k,2) K(B,i_1_r) P(i_1_t)"),
+    ("2mm", "T2(i,j,8,16) K(A,j) K(C,i_1)"),
+    ("conv2d", "K(weight,y) K(input,x)"),
+    ("jacobi-2d", "T2(i,j,8,8) K(A,i) K(B,i_1)"),  # each sweep packs what it reads, in the time loop
+])
+def test_packed_schedules_compute_what_the_program_computes(name, text):
+    state = Schedule.parse(text).apply(KERNELS[name].program("small"))
+    assert "lc_pack" in kernel_c(state)
+    m = LocalRunner().measure([state], timing=Timing(1, 0), labels=[text])[0]
+    assert m.verified, (text, m.error)
+
+
+def test_the_reads_inside_read_the_copy_and_the_notation_round_trips():
+    s = Schedule.parse("T2(i,j,4,4) K(A,i)")
+    assert str(s) == "T2(i,j,4,4) K(A,i)" and Schedule.from_json(s.to_json()) == s
+    code = kernel_c(s.apply(matvec()))
+    assert "double lc_pack0[4][4];" in code and "A[c" not in code.split("lc_pack0[lc_pack0_i0")[1]
+
+
+@pytest.mark.parametrize("text, error, match", [
+    ("K(C,k)", IllegalScheduleError, "S1 inside it writes 'C'"),  # the copy would go stale
+    ("T3(i,j,k,8,16,8) K(B,i) P(i)", ScheduleError, "parallel"),  # threads would share the copy
+    ("P(i) K(B,i)", ScheduleError, "parallel"),
+    ("K(D,i)", ScheduleError, "no buffer 'D'"),
+    ("K(B,i) K(B,i)", ScheduleError, "already packs"),
+    ("K(B,q)", ScheduleError, "no loop 'q'"),
+])
+def test_what_packing_refuses(text, error, match):
+    with pytest.raises(error, match=match):
+        Schedule.parse(text).apply(KERNELS["gemm"].program("small"))
+
+
+def test_a_copy_larger_than_the_stack_allows_is_refused_and_a_tile_of_it_is_not():
+    gemm = KERNELS["gemm"].program("bench")  # B is 1200 x 1100 doubles
+    with pytest.raises(ScheduleError, match=f"more than {PACK_BYTES}"):
+        Schedule.parse("K(B,i)").apply(gemm)
+    Schedule.parse("T3(i,j,k,32,128,128) K(B,i)").apply(gemm)
+
+
+def test_a_later_step_that_breaks_a_pack_is_refused():
+    p = ProgramBuilder("producer")
+    x, t, y = p.input("X", (64,)), p.temp("T", (64,)), p.output("Y", (64,))
+    with p.loop("a", 0, 64) as a:
+        t[a] = x[a] * 2.0
+    with p.loop("b", 0, 64) as b:
+        y[b] = t[b] + 1.0
+    program = p.build()
+    packed = Schedule.parse("K(T,b)").apply(program)
+    assert packed.packs("b") == ["T"]
+    with pytest.raises(ScheduleError, match="the pack of 'T' at loop 'b'"):  # fusion takes its loop away
+        Schedule.parse("F(S0,S1,1)").apply(packed)
+    gemm = KERNELS["gemm"].program("small")
+    assert Schedule.parse("T2(i,j,8,8) K(B,i) P(i_t)").apply(gemm).packs("i") == ["B"]
+
+
+def test_only_blocks_along_the_written_rows_keep_gcc_from_vectorizing_the_loop_around_them():
+    from loopcost.codegen.c_source import SLP, slp_blocks
+
+    gemm = KERNELS["gemm"].program("small")
+    ijk = Schedule.parse("F(S0,S1,0) T3(i_1,j_1,k,8,16,8) J(i_1,4) J(j_1,8)").apply(gemm)  # C's rows: SLP
+    ikj = Schedule.parse("F(S0,S1,0) I(j_1,k) T3(i_1,k,j_1,8,8,16) J(i_1,4) J(k,2)").apply(gemm)  # vectors along j
+    assert slp_blocks(ijk) and not slp_blocks(ikj)
+    assert SLP not in kernel_c(ijk)  # nothing packed
+    assert f"{SLP} static inline" not in kernel_c(Schedule.parse("K(B,i_1_r)").apply(ikj))
+    assert SLP in kernel_c(Schedule.parse("K(B,i_1_r)").apply(ijk))
