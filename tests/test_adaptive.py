@@ -232,12 +232,29 @@ def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_
         return every, batches, ranked
 
     every, batches, ranked = run(ByJams())
-    # blocks of one or two jams (more on a schedule that has jams already), until none is left
+    # blocks of one or two jams (more on a schedule that has jams already), until none is left; a batch may
+    # start with packs of the fastest block so far
     measured = [str(b.schedule) for batch in batches for b in batch]
-    assert len(batches) >= 3 and measured == every[1:1 + len(measured)] and all("J(" in t for t in measured)
+    blocks_measured = [t for t in every[1:] if " K(" not in t][:len(measured)]
+    assert len(batches) >= 3 and measured == blocks_measured and all("J(" in t for t in measured)
+    assert all("J(" in t for t in every[1:] if " K(" in t)  # packs only of blocks
     assert sum(t.kind == "jam" for t in ranked[0].state.tags) >= 2  # a block, then blocks of the block
     # where jams pay nothing, one batch of blocks, and the rest of the budget goes back to the rounds
     every, batches, _ = run(ByTags())
     assert len(batches) == 1 and [str(b.schedule) for b in batches[0]] == every[1:5]
     with pytest.raises(Exception, match="register blocks"):
         AdaptiveOptions(blocks=1.5)
+
+
+def test_a_block_that_reads_across_rows_gets_its_tile_packed_and_one_along_rows_does_not():
+    from loopcost.ir.state import ProgramState
+    from loopcost.search.blocks import packs
+
+    gemm = KERNELS["gemm"].program("bench")
+    ijk = Schedule.parse("F(S0,S1,0) T3(i_1,j_1,k,256,64,512) J(i_1,8) J(j_1,16) P(i_1_t)")
+    [(schedule, state)] = packs(ProgramState.initial(gemm), ijk)
+    # around j_1_t and k_t, the copy would hold every k (1200 x 64 doubles: too big); around i_1_r, a tile
+    assert str(schedule) == str(ijk) + " K(B,i_1_r)" and state.packs("i_1_r") == ["B"]
+    ikj = Schedule.parse("F(S0,S1,0) I(j_1,k) T3(i_1,k,j_1,32,128,128) J(i_1,8) J(k,4) P(i_1_t)")
+    assert packs(ProgramState.initial(gemm), ikj) == []  # its vectors run along B's and C's rows
+    assert packs(ProgramState.initial(gemm), Schedule.parse("T3(i_1,j_1,k,8,16,8)")) == []  # no block

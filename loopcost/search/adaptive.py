@@ -29,7 +29,7 @@ from ..transforms.schedule import Schedule
 from ..transforms.space import STAGES, Move, SpaceOptions, moves
 from .base import Scored
 from .beam import beam_search
-from .blocks import Block, blocks, nest_of
+from .blocks import Block, blocks, nest_of, packs
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .ranking import RANKED, diverse_top
 
@@ -241,8 +241,10 @@ def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
     nest, its fastest schedule and its fastest without jams; ``search.blocks``: ranked by the reuse they
     create, not by the model, which never saw them), a batch
     at a time, until the budget is spent or none is left; after a first batch none of which beats the
-    fastest schedule before it by ``BLOCK_GAIN``, what is left goes back to the rounds."""
+    fastest schedule before it by ``BLOCK_GAIN``, what is left goes back to the rounds. Each batch starts
+    with the packs (``search.blocks.packs``) of the fastest schedule so far, where it has blocks."""
     found: dict[str, list[Block]] = {}
+    tried: set[Schedule] = set()  # schedules whose packs were measured
     before = max((c.score for c in learner.measured.values()), default=0.0)
     batches = 0
     while (left := opts.measure_budget - len(learner.measured)) > 0 and learner.measured:
@@ -264,10 +266,14 @@ def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
             if (m := learner.measured.get(b.state.key)) is not None:
                 fastest[b.nest, b.moves_with] = max(fastest.get((b.nest, b.moves_with), 0.0), m.score)
         fresh = [[b for b in found[nest] if b.state.key not in learner.measured] for nest in nests]
-        if not any(fresh):
+        packed = [Scored(0.0, sched, st) for c in fastest_first[:1] if c.schedule not in tried
+                  for sched, st in packs(state, c.schedule) if st.key not in learner.measured]
+        tried |= {c.schedule for c in fastest_first[:1]}
+        if not any(fresh) and not packed:
             return
-        chosen = _block_batch(fresh, fastest, min(opts.batch, left))
-        learner.measure([Scored(b.worth, b.schedule, b.state) for b in chosen])
+        n = min(opts.batch, left)
+        chosen = packed[:n // 2] + [Scored(b.worth, b.schedule, b.state) for b in _block_batch(fresh, fastest, n)]
+        learner.measure(chosen[:n])
 
 
 def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: MeasuringEvaluator, *,

@@ -8,6 +8,9 @@ unroll-and-jam balance: in the innermost loop that still runs (the jammed copies
 access that does not move with that loop is loaded once before it, into a register per distinct copy,
 and one that moves costs a memory access per distinct copy per iteration. A block is worth more the
 more statement copies it runs per memory access, while what it keeps in registers fits.
+
+A block that streams a buffer across its rows (gemm's i-j-k block reads ``B[k][j..j+15]``, a new row each
+``k``) reads it better from a packed copy (``K``, ``packs``): the copy's rows are the tile's, adjacent.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
 from ..features.quasi import unwrap
+from ..ir.packing import read_box
 from ..ir.polyhedral import domain_str, points
 from ..ir.state import CompSchedule, ProgramState
 from ..transforms.base import Transformation
+from ..transforms.packing import Pack
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions, moves
 
@@ -178,3 +183,37 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
         out[key] = Block(Schedule(nest + jams + kept), state, nest_of(schedule), key, frozenset(iters), worth,
                          sum(levels))
     return sorted(out.values(), key=lambda b: (-b.worth, -b.depth))
+
+
+def packs(root: ProgramState, schedule: Schedule) -> list[tuple[Schedule, ProgramState]]:
+    """``schedule`` with a pack of each buffer that one of its register blocks reads across rows (in the
+    innermost loop that runs, an index other than the last moves), at the outermost loop where the pack
+    is legal, fits and cuts the rows short (a tile, not whole rows; inside the parallel loop, each thread
+    packs its own copy); none for a schedule without jams."""
+    try:
+        state = schedule.apply(root)
+    except ScheduleError:
+        return []
+    out: dict[str, tuple[Schedule, ProgramState]] = {}
+    for cs in state.comps:
+        jammed = [q for q, name in enumerate(cs.loops) if name is not None and state.tag_of(name, "jam")]
+        running = [q for q, name in enumerate(cs.loops) if name is not None and q not in jammed]
+        if not jammed or not running:
+            continue
+        comp = state.program.computation(cs.comp)
+        inner = _moves_with(state, cs)[running[-1]]
+        for r in comp.reads():
+            across = any({v for v, _ in a.terms} & inner for a in r.index[:-1])
+            if not across or r.buffer == comp.target.buffer or r.buffer in out:
+                continue
+            row = state.program.buffer(r.buffer).shape[-1]
+            for q in running:
+                try:
+                    packed = Pack(r.buffer, cs.loops[q]).apply(state)
+                    if read_box(packed, cs.loops[q], r.buffer).extents[-1] >= row:
+                        continue  # whole rows: the copy would lay them out as they are
+                except ScheduleError:
+                    continue
+                out[r.buffer] = (schedule + Pack(r.buffer, cs.loops[q]), packed)
+                break
+    return list(out.values())
