@@ -16,6 +16,7 @@ loop names, so they survive later changes of the time space. Transformations
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field, replace
 
 import islpy as isl
@@ -32,6 +33,7 @@ HISTORY_TAGS = ("tile", "tiled", "interchanged", "skewed", "reversed")
 #: loop copies what it reads of its ``buffer`` into a contiguous local array first
 DATA_TAGS = ("pack",)
 TAG_KINDS = CODE_TAGS + HISTORY_TAGS + DATA_TAGS
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,11 @@ class ProgramState:
         """Add tags; a new tag replaces one of the same loop and kind (and buffer)."""
         new = {(t.loop, t.kind, t.buffer) for t in tags}
         return replace(self, tags=tuple(t for t in self.tags if (t.loop, t.kind, t.buffer) not in new) + tags)
+
+    def moves_with(self, cs: CompSchedule) -> list[set[str]]:
+        """For each loop level of ``cs``, the computation's original iterators it moves with."""
+        iters = {lp.name for lp in self.program.enclosing_loops(cs.comp)}
+        return [set(_NAME.findall(text)) & iters for text in cs.levels]
 
     def packs(self, loop: str) -> list[str]:
         """The buffers that ``loop`` packs, in the order they were packed."""

@@ -37,11 +37,16 @@ def blur(height: int, width: int) -> Program:
 # ---- conv2d ----------------------------------------------------------------
 
 
+def _windowed_ref(a: dict[str, np.ndarray], weight: str, out: str) -> None:
+    """A valid-padding convolution with a bias, the weight's and the output's dimensions given as einsum
+    subscripts against the input's windows ``ncyxij``."""
+    k = a["weight"].shape[-1]
+    win = sliding_window_view(a["input"], (k, k), axis=(2, 3))  # [n, c, y, x, ky, kx]
+    a["output"][:] = a["bias"][None, :, None, None] + np.einsum(f"{weight},ncyxij->{out}", a["weight"], win)
+
+
 def _conv2d_ref(a: dict[str, np.ndarray], **_sizes: int) -> None:
-    inp, w, bias, out = a["input"], a["weight"], a["bias"], a["output"]
-    k = w.shape[-1]
-    win = sliding_window_view(inp, (k, k), axis=(2, 3))  # [n, c, y, x, ky, kx]
-    out[:] = bias[None, :, None, None] + np.einsum("fcij,ncyxij->nfyx", w, win)
+    _windowed_ref(a, "fcij", "nfyx")
 
 
 @kernel("conv2d", "direct 2-D convolution (NCHW, valid padding) with a bias",
@@ -70,10 +75,7 @@ def conv2d(batch: int, channels: int, filters: int, height: int, width: int, ksi
 
 
 def _depthwise_conv_ref(a: dict[str, np.ndarray], **_sizes: int) -> None:
-    inp, w, bias, out = a["input"], a["weight"], a["bias"], a["output"]
-    k = w.shape[-1]
-    win = sliding_window_view(inp, (k, k), axis=(2, 3))  # [n, c, y, x, ky, kx]
-    out[:] = bias[None, :, None, None] + np.einsum("cij,ncyxij->ncyx", w, win)
+    _windowed_ref(a, "cij", "ncyx")
 
 
 @kernel("depthwise-conv", "depthwise 2-D convolution (NCHW, valid padding, one filter per channel) with a bias",

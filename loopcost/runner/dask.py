@@ -28,9 +28,9 @@ from .local import harnesses, measure_built
 from .measurement import Measurement
 from .process import Timing
 
-#: the settings of ``distributed.Security`` a ``--security`` file may give
 #: seconds to wait for a Dask scheduler before the command fails (exit 3)
 CONNECT_TIMEOUT = 30.0
+#: the settings of ``distributed.Security`` a ``--security`` file may give
 SECURITY_KEYS = ("tls_ca_file", "tls_client_cert", "tls_client_key", "require_encryption", "tls_min_version")
 
 

@@ -16,14 +16,13 @@ A block that streams a buffer across its rows (gemm's i-j-k block reads ``B[k][j
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
 from ..features.quasi import unwrap
 from ..ir.packing import read_box
 from ..ir.polyhedral import domain_str, points
-from ..ir.state import CompSchedule, ProgramState
+from ..ir.state import ProgramState
 from ..transforms.base import Transformation
 from ..transforms.packing import Pack
 from ..transforms.schedule import Schedule
@@ -36,7 +35,6 @@ REGISTERS = 32
 #: a schedule with jams adds jams of other loops: 2mm's second product once its first has a block); the
 #: rest are the schedule's tail, replayed on top of each block
 NEST_KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "jam")
-_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -52,12 +50,6 @@ class Block:
     moves_with: frozenset[str]
     worth: float
     depth: int = 0
-
-
-def _moves_with(state: ProgramState, cs: CompSchedule) -> list[set[str]]:
-    """For each loop level of ``cs``, the computation's original iterators it moves with."""
-    iters = {lp.name for lp in state.program.enclosing_loops(cs.comp)}
-    return [set(_NAME.findall(text)) & iters for text in cs.levels]
 
 
 def trips(state: ProgramState, loop: str) -> int | None:
@@ -84,7 +76,7 @@ def balance(state: ProgramState) -> float:
     kept: set[tuple] = set()
     for cs in state.comps:
         comp = state.program.computation(cs.comp)
-        moves_with = _moves_with(state, cs)
+        moves_with = state.moves_with(cs)
         jams = {q: min(t.factor, trips(state, name) or t.factor) for q, name in enumerate(cs.loops)
                 if name is not None and (t := state.tag_of(name, "jam")) is not None}  # copies that run
         running = [q for q, name in enumerate(cs.loops) if name is not None and q not in jams]
@@ -177,7 +169,7 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
         if key in out:  # the same jams in the other order: the same block
             continue
         levels = [cs.level_of(j.loop) for j in jams for cs in base.comps_with(j.loop)[:1]]
-        iters = {v for j in jams for cs in base.comps_with(j.loop) for v in _moves_with(base, cs)[cs.level_of(j.loop)]}
+        iters = {v for j in jams for cs in base.comps_with(j.loop) for v in base.moves_with(cs)[cs.level_of(j.loop)]}
         worth = balance(state)
         state, kept = _replay(state, tail)
         out[key] = Block(Schedule(nest + jams + kept), state, nest_of(schedule), key, frozenset(iters), worth,
@@ -201,19 +193,20 @@ def packs(root: ProgramState, schedule: Schedule) -> list[tuple[Schedule, Progra
         if not jammed or not running:
             continue
         comp = state.program.computation(cs.comp)
-        inner = _moves_with(state, cs)[running[-1]]
+        inner = state.moves_with(cs)[running[-1]]
         for r in comp.reads():
             across = any({v for v, _ in a.terms} & inner for a in r.index[:-1])
             if not across or r.buffer == comp.target.buffer or r.buffer in out:
                 continue
             row = state.program.buffer(r.buffer).shape[-1]
             for q in running:
+                step = Pack(r.buffer, cs.loops[q])
                 try:
-                    packed = Pack(r.buffer, cs.loops[q]).apply(state)
+                    packed = step.apply(state)
                     if read_box(packed, cs.loops[q], r.buffer).extents[-1] >= row:
                         continue  # whole rows: the copy would lay them out as they are
                 except ScheduleError:
                     continue
-                out[r.buffer] = (schedule + Pack(r.buffer, cs.loops[q]), packed)
+                out[r.buffer] = (schedule + step, packed)
                 break
     return list(out.values())
