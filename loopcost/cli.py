@@ -7,6 +7,7 @@ import json
 import math
 import sqlite3
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,14 @@ def above(low: float):
             raise argparse.ArgumentTypeError(f"must be greater than {low}, got {text}")
         return value
     return check
+
+
+def censor_factor(text: str) -> float:
+    """An argparse type: 0 (no censoring) or a factor above 1."""
+    value = at_least(0.0, float)(text)
+    if 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be 0 (time every schedule) or above 1, got {text}")
+    return value
 
 
 def existing_file(text: str) -> str:
@@ -194,12 +203,17 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 def cmd_dataset_build(a: argparse.Namespace) -> int:
     from .dataset.build import build, format_build
-    from .dataset.tasks import BuildConfig
+    from .dataset.tasks import DATASET_TIMING, LEGACY_TIMING, BuildConfig
     from .generator.programs import GeneratorOptions, parse_families
 
+    if a.legacy_timing and (a.censor is not None or a.steady is not None):
+        raise LoopcostError("--legacy-timing neither censors nor stops when steady: drop --censor/--steady")
+    timing = LEGACY_TIMING if a.legacy_timing else replace(
+        DATASET_TIMING, censor=DATASET_TIMING.censor if a.censor is None else a.censor,
+        steady=DATASET_TIMING.steady if a.steady is None else a.steady)
     gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work, families=parse_families(a.families))
     cfg = BuildConfig(seed=a.seed, schedules=a.schedules, toolchain=Toolchain.from_string(a.cc, a.cflags),
-                      generator=gen, staged_share=a.staged_share)
+                      generator=gen, staged_share=a.staged_share, timing=timing)
     cluster = None if a.cluster in (None, "none") else a.cluster
     stats = build(a.db, programs=a.programs, cfg=cfg, workers=a.workers, cluster=cluster,
                   allow_mixed=a.allow_mixed_machines, progress=not a.no_progress, security=a.security)
@@ -515,6 +529,15 @@ def parser() -> argparse.ArgumentParser:
                    help=f"share of schedules drawn as walks through beam search's stage order, up to "
                         f"{len(STAGES)} steps (default {STAGED_SHARE}; 0 draws 1-5 steps in random order only, "
                         "as databases built before this option did)")
+    b.add_argument("--censor", type=censor_factor, default=None,
+                   help="stop timing a schedule whose checked run is over K times slower than the unscheduled "
+                        "program's fastest, and keep it as a censored label (default 3; 0: time every schedule)")
+    b.add_argument("--steady", type=at_least(0.0, float), default=None,
+                   help="stop timing once two runs agree within this relative spread (default 0.02; 0: always "
+                        "at least 3 runs)")
+    b.add_argument("--legacy-timing", action="store_true",
+                   help="time as builds before December 2026 did (an untimed check, 3-30 runs, no censoring): "
+                        "to resume such a build")
     toolchain_args(b)
     b.add_argument("--no-progress", action="store_true")
     b.add_argument("--json", action="store_true")

@@ -17,7 +17,7 @@ from loopcost.codegen.c_source import CODEGEN_VERSION
 from loopcost.costmodel.metrics import noise_ceiling
 from loopcost.dataset.build import build
 from loopcost.dataset.stats import dataset_stats
-from loopcost.dataset.tasks import BuildConfig
+from loopcost.dataset.tasks import LEGACY_TIMING, BuildConfig
 from loopcost.errors import LoopcostError
 from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
 from loopcost.generator.schedules import random_schedules
@@ -121,8 +121,12 @@ def test_build_stores_every_run_time_and_resumes(tmp_path):
     rows = contents(db)
     assert len(rows) == 4 * 4 and len(set(rows)) == len(rows)
     con = sqlite3.connect(db)
-    times, base = con.execute("SELECT times, baseline_times FROM measurements LIMIT 1").fetchone()
-    assert len(json.loads(times)) >= 3 and len(json.loads(base)) >= 3
+    for times, base, censored in con.execute("SELECT times, baseline_times, censored FROM measurements"):
+        # a censored schedule is timed once; the others until their runs agree (two at least) or three
+        assert len(json.loads(times)) == 1 if censored else len(json.loads(times)) >= 2
+        assert len(json.loads(base)) >= 2
+    for (seconds,) in con.execute("SELECT seconds FROM programs"):
+        assert set(json.loads(seconds)) == {"generate", "codegen", "compile", "run", "timed"}
     assert con.execute("SELECT COUNT(*) FROM measurements m JOIN schedules s ON s.id = m.schedule "
                        "WHERE s.text = '' AND m.kind = 'label'").fetchone()[0] == 4  # each program's empty schedule
     with pytest.raises(LoopcostError, match="other settings: schedules 3 \\(now 5\\)"):
@@ -143,6 +147,22 @@ def test_a_database_built_before_the_staged_sampler_resumes_with_a_share_of_zero
     with pytest.raises(LoopcostError, match="staged_share 0.0 \\(now 0.5\\)"):
         build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY), workers=1, progress=False)
     assert build(db, programs=2, cfg=cfg, workers=1, progress=False)["programs"] == 1
+
+
+def test_a_database_timed_before_censoring_resumes_with_its_timing_only(tmp_path):
+    db = str(tmp_path / "d.db")
+    legacy = BuildConfig(seed=3, schedules=2, generator=TINY, timing=LEGACY_TIMING)
+    build(db, programs=1, cfg=legacy, workers=1, progress=False)
+    con = sqlite3.connect(db)
+    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
+    for key in ("timed_check", "censor", "steady"):  # as such builds stored their timing
+        del settings["timing"][key]
+    con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
+    con.commit()
+    con.close()
+    with pytest.raises(LoopcostError, match="timed as --legacy-timing times"):
+        build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY), workers=1, progress=False)
+    assert build(db, programs=2, cfg=legacy, workers=1, progress=False)["programs"] == 1
 
 
 def test_a_database_measured_on_an_older_code_generator_does_not_resume(tmp_path):
@@ -232,11 +252,14 @@ def test_stats_and_noise(tmp_path):
     s = dataset_stats(str(db))
     assert s["programs"] == 4 and s["schedules"] > 0
     con = sqlite3.connect(db)  # what the stats summarize, read straight from the database
-    label = dict(con.execute("SELECT schedule, speedup FROM measurements WHERE kind = 'label' AND verified = 1"))
+    label = dict(con.execute("SELECT schedule, speedup FROM measurements WHERE kind = 'label' AND verified = 1 "
+                             "AND censored = 0"))  # a censored speedup is a bound: neither a quantile nor noise
     trained = dict(con.execute("SELECT schedule, MAX(speedup) FROM measurements WHERE kind IN ('label', 'recheck') "
                                "AND verified = 1 GROUP BY schedule"))  # the label models see
     again = {k: v for k, v in con.execute("SELECT schedule, speedup FROM measurements WHERE kind = 'noise' "
-                                          "AND verified = 1") if k in label}
+                                          "AND verified = 1 AND censored = 0") if k in label}
+    censored = con.execute("SELECT COUNT(*) FROM measurements WHERE kind = 'label' AND verified = 1 "
+                           "AND censored = 1").fetchone()[0]
     texts = [t for t, in con.execute("SELECT s.text FROM schedules s JOIN measurements m ON m.schedule = s.id "
                                      "WHERE m.kind = 'label' AND m.verified = 1 AND s.text != ''")]
     con.close()
@@ -246,7 +269,10 @@ def test_stats_and_noise(tmp_path):
         np.percentile(rel, 90))
     floor = 100 * np.mean([abs(b - trained[k]) / trained[k] for k, b in again.items()])
     assert s["noise_floor_mape"] == pytest.approx(floor) and floor > 0
-    assert s["machine"][0]["cores"] == os.cpu_count()
+    assert s["machine"][0]["cores"] == os.cpu_count() and s["censored"] == censored
+    assert s["speedup"]["p50"] == pytest.approx(np.median([v for k, v in label.items()]))
+    sec = s["seconds_per_schedule"]  # where a build's time goes, per measured schedule
+    assert set(sec) == {"generate", "codegen", "compile", "run", "timed"} and sec["run"] > sec["timed"] > 0
     kinds = [{t.kind for t in Schedule.parse(text).steps} for text in texts]
     assert texts and s["transformation_share"] == pytest.approx(
         {k: sum(k in ks for ks in kinds) / len(kinds) for k in set().union(*kinds)})  # share of schedules using each
@@ -275,8 +301,8 @@ def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):
     from loopcost.dataset import shipped
 
     db = tmp_path / "p.db"
-    build(str(db), programs=2, cfg=BuildConfig(seed=12, schedules=2, generator=TINY), workers=1, progress=False,
-          noise_fraction=1.0)
+    build(str(db), programs=2, cfg=BuildConfig(seed=12, schedules=2, generator=TINY, timing=LEGACY_TIMING), workers=1,
+          progress=False, noise_fraction=1.0)  # timed in full: every label has a noise pair
     m = shipped.pack(db, tmp_path / "out", command="loopcost dataset build ...", fields={"rate": "fast"})
     assert m["programs"] == 2 and m["schedules"] + m["failures"] == 6 and m["machine"][0]["cores"] == os.cpu_count()
     written = json.loads((tmp_path / "out" / "dataset.manifest.json").read_text())
@@ -300,7 +326,7 @@ def test_the_same_program_drawn_twice_is_stored_twice(tmp_path):
         store.add_batch(program_json=prog.to_json(), program_hash=prog.content_hash(), seed=1, idx=idx, machine=1,
                         baseline_times=(1.0,), rows=[row], now=0.0)
     assert store.counts()["programs"] == 2 and store.done_indices(1) == {0, 5}
-    assert len({split for _, split, _, _ in store.labels()}) == 1
+    assert len({split for _, split, *_ in store.labels()}) == 1
 
 
 @pytest.mark.slow
@@ -336,12 +362,13 @@ def test_slow_labels_are_rechecked_and_the_faster_measurement_wins(tmp_path, mon
 
     monkeypatch.setattr(build_module, "RECHECK_BELOW", 1e9)  # every label counts as slow: all are rechecked
     db = tmp_path / "d.db"
-    stats = build(str(db), programs=3, cfg=BuildConfig(seed=3, schedules=3, generator=TINY), workers=1,
-                  progress=False, noise_fraction=1.0)
+    # timed in full (a censored label has no noise pair): every label has its pair
+    stats = build(str(db), programs=3, cfg=BuildConfig(seed=3, schedules=3, generator=TINY, timing=LEGACY_TIMING),
+                  workers=1, progress=False, noise_fraction=1.0)
     store = Store(db)
     pairs, labels = store.recheck_pairs(), list(store.labels())
     assert stats["recheck"] == len(pairs) == len(labels) == stats["schedules"] > 0
-    assert sorted(sp for *_, sp in labels) == pytest.approx(sorted(max(a, b) for a, b in pairs))
+    assert sorted(sp for *_, sp, _censored in labels) == pytest.approx(sorted(max(a, b) for a, b in pairs))
     assert store.pending("recheck", below=1e9) == {}
     # the noise floor is taken against the same label: the faster of label and recheck
     raw, effective = store.noise_pairs(), store.noise_pairs(effective=True)

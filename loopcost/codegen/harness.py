@@ -2,7 +2,8 @@
 
 The executable takes ``key=value`` arguments::
 
-    prog seed=S warmup=W min_runs=A max_runs=B min_time_us=T max_time_us=U [dump=PREFIX] variants=0,3,5
+    prog seed=S warmup=W min_runs=A max_runs=B min_time_us=T max_time_us=U [timed_check=1]
+         [censor_x1000=K] [steady_x1000=F] [dump=PREFIX] variants=0,3,5
 
 It allocates every buffer (64-byte aligned), fills it from the seed, and runs
 variant 0 (by convention the unscheduled program) once to get the reference
@@ -15,9 +16,14 @@ output. Then, for each listed variant, it:
    runs and ``min_time`` seconds, or ``max_runs`` runs, or (if ``max_time`` is
    set) ``max_time`` seconds, whichever comes first after one run. The buffers a program
    writes (outputs and temporaries; inputs are never written) are restored from
-   a saved copy before every run, outside the timed region (``CLOCK_MONOTONIC``);
+   a saved copy before every run, outside the timed region (``CLOCK_MONOTONIC``).
+   With ``timed_check=1`` (and no warm-up) the checked run of step 1 is the first timed run;
+   then, with ``censor_x1000=K``, a variant whose first run took more than K/1000 times the
+   fastest run of variant 0 is not run again (a *censored* time: it is at least that slow);
+   with ``steady_x1000=F``, timing stops once two or more runs and ``min_time`` are done and
+   the slowest run is within F/1000 of the fastest;
 3. prints one JSON line: ``{"variant", "errors": {buffer: [rel err, flat index of the worst
-   element]}, "checksums", "times_s"}``
+   element]}, "checksums", "times_s", "censored"}``
    and flushes it, so a crash in a later variant loses nothing before it.
 
 With ``dump=PREFIX``, variant 0's buffers are written as raw bytes, in program
@@ -323,6 +329,10 @@ int main(int lc_argc, char **lc_argv) {{
   long lc_max_runs = lc_arg(lc_argc, lc_argv, "max_runs", lc_min_runs);
   double lc_min_time = 1e-6 * (double)lc_arg(lc_argc, lc_argv, "min_time_us", 0);
   double lc_max_time = 1e-6 * (double)lc_arg(lc_argc, lc_argv, "max_time_us", 0);
+  int lc_timed_check = (int)lc_arg(lc_argc, lc_argv, "timed_check", 0);
+  double lc_censor = 1e-3 * (double)lc_arg(lc_argc, lc_argv, "censor_x1000", 0);
+  double lc_steady = 1e-3 * (double)lc_arg(lc_argc, lc_argv, "steady_x1000", 0);
+  double lc_ref_min = 0.0;
   const char *lc_dump_to = lc_sarg(lc_argc, lc_argv, "dump");
   const char *lc_list = lc_sarg(lc_argc, lc_argv, "variants");
   if (!lc_list) lc_list = "0";
@@ -338,27 +348,40 @@ int main(int lc_argc, char **lc_argv) {{
     int lc_v = (int)strtol(lc_c, (char **)&lc_c, 10);
     if (*lc_c == ',') lc_c++;
     lc_reset();
+    double lc_first = lc_now();
     lc_run(lc_v);
+    lc_first = lc_now() - lc_first;
     printf("{{\\"variant\\": %d, \\"errors\\": {{", lc_v);
 {errors}
     printf("}}, \\"vacuity\\": {{{vacuity_json}}}"{vacuity_args});
     printf(", \\"checksums\\": {{");
 {checks}
     printf("}}, \\"times_s\\": [");
-    for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_reset(); lc_run(lc_v); }}
     long lc_n = 0;
-    double lc_total = 0.0;
-    while (lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)
-           && !(lc_n > 0 && lc_max_time > 0 && lc_total >= lc_max_time)) {{
+    double lc_total = 0.0, lc_lo = 0.0, lc_hi = 0.0;
+    int lc_censored = 0;
+    if (lc_timed_check) {{
+      lc_n = 1; lc_total = lc_lo = lc_hi = lc_first;
+      printf("%.9g", lc_first);
+      lc_censored = lc_v != 0 && lc_censor > 0 && lc_ref_min > 0 && lc_first > lc_censor * lc_ref_min;
+    }} else {{
+      for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_reset(); lc_run(lc_v); }}
+    }}
+    while (!lc_censored && lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)
+           && !(lc_n > 0 && lc_max_time > 0 && lc_total >= lc_max_time)
+           && !(lc_steady > 0 && lc_n >= 2 && lc_total >= lc_min_time && lc_hi - lc_lo <= lc_steady * lc_lo)) {{
       lc_reset();
       double lc_t0 = lc_now();
       lc_run(lc_v);
       double lc_t = lc_now() - lc_t0;
       lc_total += lc_t;
+      if (lc_n == 0 || lc_t < lc_lo) lc_lo = lc_t;
+      if (lc_n == 0 || lc_t > lc_hi) lc_hi = lc_t;
       printf("%s%.9g", lc_n ? ", " : "", lc_t);
       lc_n++;
     }}
-    printf("]}}\\n");
+    if (lc_v == 0) lc_ref_min = lc_lo;
+    printf("], \\"censored\\": %d}}\\n", lc_censored);
     fflush(stdout);
   }}
   return 0;

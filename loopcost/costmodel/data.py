@@ -33,21 +33,34 @@ class Dataset:
     split: np.ndarray            # (N,) index into SPLITS
     schedules: list[str]
     programs: list               # program ids of a dataset build, or program hashes of a store
+    #: (N,) bool: the speedup is an upper bound (timing stopped after one run far slower than the baseline)
+    censored: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.censored is None:
+            self.censored = np.zeros(len(self.speedup), bool)
 
     def subset(self, split: str) -> Dataset:
-        idx = np.nonzero(self.split == SPLITS.index(split))[0]
+        return self.select(np.nonzero(self.split == SPLITS.index(split))[0])
+
+    def select(self, idx: np.ndarray) -> Dataset:
+        """The records at ``idx``."""
         return Dataset([self.trees[i] for i in idx], self.speedup[idx], self.program[idx], self.split[idx],
-                       [self.schedules[i] for i in idx], self.programs)
+                       [self.schedules[i] for i in idx], self.programs, self.censored[idx])
+
+    def timed(self) -> Dataset:
+        """The records whose speedup was timed in full (not censored): what accuracy is measured on."""
+        return self.select(np.nonzero(~self.censored)[0])
 
     def __len__(self) -> int:
         return len(self.trees)
 
 
 def _featurized(rows: Iterable[tuple], program_json: Callable, progress=None, total: int = 0) -> _Records:
-    """The records of ``rows`` (program key, split, schedule text, speedup), each program read once with
+    """The records of ``rows`` (program key, split, schedule text, speedup, censored), each program read once with
     ``program_json(key)``; a schedule beyond the feature limits is counted and left out."""
     out, programs = _Records(), {}
-    for k, (key, split, text, sp) in enumerate(rows):
+    for k, (key, split, text, sp, censored) in enumerate(rows):
         if key not in programs:
             programs[key] = Program.from_json(program_json(key))
         try:
@@ -56,6 +69,7 @@ def _featurized(rows: Iterable[tuple], program_json: Callable, progress=None, to
             out.skipped += 1
             continue
         out.speedups.append(sp)
+        out.censored.append(bool(censored))
         out.program.append(out.order.setdefault(key, len(out.order)))
         out.split.append(SPLITS.index(split))
         out.schedules.append(text)
@@ -81,7 +95,7 @@ def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str, 
     programs, are held out (1 in 10 for validation, by hash), so that a model fine-tuned on it learns
     these programs on this machine."""
     with Store(store_path) as store:
-        rows = [(h, "val" if int(schedule_hash(h, text)[:8], 16) % 10 == 0 else "train", text, sp)
+        rows = [(h, "val" if int(schedule_hash(h, text)[:8], 16) % 10 == 0 else "train", text, sp, False)
                 for h, text, sp in store.run_labels(fingerprint, codegen)]
         records = _featurized(rows, store.run_program_json)
     if not {SPLITS.index("val"), SPLITS.index("train")} <= set(records.split):
@@ -97,6 +111,7 @@ class _Records:
 
     trees: list[FeatureTree] = field(default_factory=list)
     speedups: list[float] = field(default_factory=list)
+    censored: list[bool] = field(default_factory=list)
     program: list[int] = field(default_factory=list)       # index into ``order``
     split: list[int] = field(default_factory=list)         # index into SPLITS
     schedules: list[str] = field(default_factory=list)
@@ -111,17 +126,19 @@ class _Records:
             comps=np.concatenate([x.comps for x in t]), comp_counts=np.array([len(x.comps) for x in t]),
             loops=np.concatenate([x.loops for x in t]), loop_counts=np.array([len(x.loops) for x in t]),
             shapes=np.frombuffer(json.dumps([x.shape for x in t]).encode(), np.uint8),
-            speedup=np.array(self.speedups, np.float64), program=np.array(self.program),
+            speedup=np.array(self.speedups, np.float64), censored=np.array(self.censored, bool),
+            program=np.array(self.program),
             split=np.array(self.split, np.int8), schedules=np.frombuffer(json.dumps(self.schedules).encode(), np.uint8),
             programs=np.frombuffer(json.dumps(list(self.order)).encode(), np.uint8))
-        return {"records": len(t), "programs": len(self.order), "skipped_over_limits": self.skipped}
+        return {"records": len(t), "programs": len(self.order), "censored": int(sum(self.censored)),
+                "skipped_over_limits": self.skipped}
 
 
 def _tuplify(x):
     return tuple(_tuplify(v) for v in x) if isinstance(x, list) else x
 
 
-#: the arrays of a dataset written by ``export``
+#: the arrays of a dataset written by ``export`` (and ``censored``, since December 2026: none before)
 ARRAYS = ("version", "comps", "comp_counts", "loops", "loop_counts", "shapes", "speedup", "program", "split",
           "schedules", "programs")
 
@@ -146,4 +163,4 @@ def load(path: str | Path) -> Dataset:
     trees = [FeatureTree(comps[cs[k]:cs[k + 1]], loops[ls[k]:ls[k + 1]], _tuplify(shapes[k]))
              for k in range(len(shapes))]
     return Dataset(trees, z["speedup"], z["program"], z["split"], json.loads(z["schedules"].tobytes()),
-                   json.loads(z["programs"].tobytes()))
+                   json.loads(z["programs"].tobytes()), z["censored"] if "censored" in z.files else None)

@@ -11,7 +11,7 @@ from ..database.store import Store
 from ..errors import LoopcostError
 from ..paths import SHIPPED_MODEL, card_path
 from .baselines import GradientBoosted
-from .data import load
+from .data import Dataset, load
 from .metrics import metrics, noise_ceiling, noise_floor_mape
 from .model import CostModel
 from .plots import save_plots
@@ -36,15 +36,16 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
     """
     data_path = Path(data_path)
     everything = load(data_path)
-    data = everything.subset(split)
+    whole = everything.subset(split)
+    data = whole.timed()
     if len(data) == 0:
-        raise LoopcostError(f"{data_path} has no record in split {split!r}")
+        raise LoopcostError(f"{data_path} has no timed record in split {split!r}")
     model_path = Path(model_path) if model_path else SHIPPED_MODEL
     model = CostModel.load(model_path)
     predictions = {"model": model.predict_trees(data.trees)}
     baselines = {"speedup_1": metrics(np.ones(len(data)), data.speedup, data.program)}
     if gbt:
-        train = everything.subset("train")
+        train = everything.subset("train").timed()
         predictions["gradient_boosted"] = GradientBoosted().fit(train.trees, train.speedup).predict(data.trees)
         baselines["gradient_boosted"] = metrics(predictions["gradient_boosted"], data.speedup, data.program)
     noise = ceiling = None
@@ -53,7 +54,8 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
         noise = noise_floor_mape(pairs)
         ceiling = noise_ceiling(pairs, data.speedup, data.program)
     out = {**metrics(predictions["model"], data.speedup, data.program), "split": split, "model": str(model_path),
-           "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling}
+           "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling,
+           "censored": _censored(model, whole)}
     if plots:
         out["plots"] = [str(p) for p in save_plots(plots, data.speedup, predictions, f"({split} split)")]
     if write_card:
@@ -63,6 +65,15 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
             card["evaluation"]["dataset_manifest"] = json.loads(Path(manifest).read_text())
         card_path(model_path).write_text(json.dumps(card, indent=2))
     return out
+
+
+def _censored(model: CostModel, data: Dataset) -> dict:
+    """How many records of ``data`` are censored (their speedup an upper bound, left out of the metrics)
+    and the share of them the model predicts at or below their bound."""
+    cens = data.select(np.nonzero(data.censored)[0])
+    if not len(cens):
+        return {"n": 0, "predicted_within_bound": None}
+    return {"n": len(cens), "predicted_within_bound": float(np.mean(model.predict_trees(cens.trees) <= cens.speedup))}
 
 
 def format_evaluation(r: dict, wrote_card: bool = False) -> str:
@@ -78,6 +89,9 @@ def format_evaluation(r: dict, wrote_card: bool = False) -> str:
         lines.append(f"  a second measurement (simulated from the noise pairs): MAPE {c['mape']:.1f}%  "
                      f"Spearman/program {c['spearman_per_program_mean']:.3f}  pairwise "
                      f"{c['pairwise_accuracy']:.3f}  top-1 recovery {c['top1_recovery']:.3f}")
+    if (c := r.get("censored")) and c["n"]:
+        lines.append(f"  {c['n']} censored labels (timed once, far slower than unscheduled; left out above): "
+                     f"{c['predicted_within_bound']:.1%} predicted at or below their bound")
     lines += [f"  wrote {p}" for p in r.get("plots", [])]
     if wrote_card:
         lines.append(f"  wrote the evaluation into {card_path(r['model'])}")

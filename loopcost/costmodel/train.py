@@ -43,18 +43,28 @@ class TrainConfig:
     init_member: int = 0
 
 
-def _loss(out: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
+def _loss(out: torch.Tensor, target: torch.Tensor, kind: str, censored: torch.Tensor | None = None) -> torch.Tensor:
+    """MAPE (or squared log error) of the predicted log-speedups ``out``; a ``censored`` target is an upper
+    bound of the speedup: only a prediction above it costs."""
     if kind == "mape":
-        return (torch.abs(torch.exp(out) - target) / target).mean()
-    return ((out - torch.log(target)) ** 2).mean()
+        err = (torch.exp(out) - target) / target
+    else:
+        err = out - torch.log(target)
+    if censored is not None:
+        err = torch.where(censored, torch.clamp(err, min=0.0), err)
+    return (err.abs() if kind == "mape" else err ** 2).mean()
 
 
-def rank_loss(out: torch.Tensor, target: torch.Tensor, program: torch.Tensor, margin: float = 0.02) -> torch.Tensor:
+def rank_loss(out: torch.Tensor, target: torch.Tensor, program: torch.Tensor, margin: float = 0.02,
+              censored: torch.Tensor | None = None) -> torch.Tensor:
     """Pairwise logistic loss over schedules of the same program whose measured log-speedups differ by
-    more than ``margin`` (closer pairs are within the noise): softplus(-(o_faster - o_slower))."""
+    more than ``margin`` (closer pairs are within the noise): softplus(-(o_faster - o_slower)). A censored
+    speedup is an upper bound: it is never the faster of a pair (its true value may be lower still)."""
     lt = torch.log(target)
     same = program[:, None] == program[None, :]
     faster = (lt[:, None] - lt[None, :]) > margin
+    if censored is not None:
+        faster = faster & ~censored[:, None]
     mask = same & faster
     if not mask.any():
         return out.sum() * 0.0
@@ -141,7 +151,7 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     torch.set_num_threads(cfg.threads)
     out = Path(out)
     ckpt = Path(str(out) + ".ckpt")
-    tr, va = data.subset("train"), data.subset("val")
+    tr, va = data.subset("train"), data.subset("val").timed()
     if len(tr) == 0 or len(va) == 0:
         raise LoopcostError("training needs programs in both the train and the val split")
     torch.manual_seed(cfg.seed)
@@ -168,6 +178,7 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
             progress(f"resuming from {ckpt} after epoch {state['epoch']}")
     rng = random.Random(cfg.seed + state["epoch"])
     targets = torch.tensor(tr.speedup, dtype=torch.float32)
+    bounds = torch.tensor(tr.censored, dtype=torch.bool)
     progs = torch.tensor(tr.program)
     for epoch in range(state["epoch"], cfg.epochs):
         t0 = time.time()
@@ -176,9 +187,9 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
         for idx in batches(tr.program, cfg.batch_size, rng, grouped=cfg.rank_weight > 0):
             b = collate([tr.trees[i] for i in idx])
             out = net(b)
-            loss = _loss(out, targets[idx], cfg.loss)
+            loss = _loss(out, targets[idx], cfg.loss, bounds[idx])
             if cfg.rank_weight > 0:
-                loss = loss + cfg.rank_weight * rank_loss(out, targets[idx], progs[idx])
+                loss = loss + cfg.rank_weight * rank_loss(out, targets[idx], progs[idx], censored=bounds[idx])
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
@@ -219,7 +230,7 @@ def train_ensemble(data_path: str | Path, out: str | Path, cfg: TrainConfig = Tr
         member = replace(cfg, seed=cfg.seed + k, init_member=cfg.init_member + k)
         runs.append(train(data, member_out, member, resume=not restart))
     model = CostModel([r["net"] for r in runs])
-    val = data.subset("val")
+    val = data.subset("val").timed()
     best = metrics(model.predict_trees(val.trees), val.speedup, val.program)
     model.save(out, training_card(data_path, runs, best, db))
     return model, best

@@ -51,7 +51,9 @@ CREATE INDEX IF NOT EXISTS runs_by_program ON runs (program, schedule);
 """
 
 #: columns added to a table after its first release: (table, column, declaration); added on open
-ADDED_COLUMNS = (("runs", "seed", "INTEGER NOT NULL DEFAULT 0"),)
+ADDED_COLUMNS = (("runs", "seed", "INTEGER NOT NULL DEFAULT 0"),
+                 ("measurements", "censored", "INTEGER NOT NULL DEFAULT 0"),
+                 ("programs", "seconds", "TEXT"))
 
 
 def schedule_hash(program_hash: str, schedule_text: str) -> str:
@@ -91,6 +93,8 @@ class Row:
     error: str | None
     times: tuple[float, ...]
     baseline_times: tuple[float, ...]
+    #: timed once and found far slower than the unscheduled program: ``speedup`` is an upper bound
+    censored: bool = False
 
     @property
     def median(self) -> float | None:
@@ -193,15 +197,17 @@ class Store:
         return {r[0] for r in self.db.execute("SELECT idx FROM programs WHERE seed = ?", (seed,))}
 
     def add_batch(self, *, program_json: dict, program_hash: str, seed: int, idx: int, machine: int,
-                  baseline_times: tuple[float, ...], rows: list[Row], now: float) -> int:
-        """Store one program with all its measured schedules, atomically; returns the program id."""
+                  baseline_times: tuple[float, ...], rows: list[Row], now: float,
+                  seconds: dict[str, float] | None = None) -> int:
+        """Store one program with all its measured schedules, atomically, and the worker's ``seconds`` by
+        stage; returns the program id."""
         with self.db:
             pid = self.db.execute(
-                "INSERT INTO programs (hash, name, seed, idx, split, json, baseline_times, machine, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO programs (hash, name, seed, idx, split, json, baseline_times, machine, created, "
+                "seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (program_hash, program_json["name"], seed, idx, split_of(program_hash),
                  json.dumps(program_json, separators=(",", ":")), json.dumps(list(baseline_times)), machine,
-                 now)).lastrowid
+                 now, json.dumps(seconds) if seconds is not None else None)).lastrowid
             for r in rows:
                 cur = self.db.execute(
                     "INSERT INTO schedules (program, text, json, hash) VALUES (?, ?, ?, ?)",
@@ -213,9 +219,9 @@ class Store:
     def _insert_measurement(self, schedule_id: int, machine: int, kind: str, r: Row, now: float) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO measurements (schedule, machine, kind, verified, error, times, baseline_times, "
-            "median, baseline_median, speedup, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "median, baseline_median, speedup, created, censored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (schedule_id, machine, kind, int(r.verified), r.error, json.dumps(list(r.times)),
-             json.dumps(list(r.baseline_times)), r.median, r.baseline_median, r.speedup, now))
+             json.dumps(list(r.baseline_times)), r.median, r.baseline_median, r.speedup, now, int(r.censored)))
 
     def add_remeasured(self, program: int, machine: int, rows: list[Row], now: float, kind: str) -> None:
         """Store second measurements (``noise`` or ``recheck``) of measured schedules of program id ``program``."""
@@ -351,12 +357,27 @@ class Store:
             "schedules": q("SELECT COUNT(*) FROM measurements WHERE kind = 'label' AND verified = 1").fetchone()[0],
             "failures": q("SELECT COUNT(*) FROM measurements WHERE kind = 'label' AND verified = 0").fetchone()[0],
             "noise_pairs": q("SELECT COUNT(*) FROM measurements WHERE kind = 'noise' AND verified = 1").fetchone()[0],
+            "censored": q("SELECT COUNT(*) FROM measurements WHERE kind = 'label' AND verified = 1 "
+                          "AND censored = 1").fetchone()[0],
         }
 
+    def stage_seconds(self) -> tuple[dict[str, float], int]:
+        """Worker seconds by stage (generate, codegen, compile, run, ...) summed over the programs whose
+        build recorded them, and how many schedules (measured, verified or not) those programs hold."""
+        total: dict[str, float] = {}
+        for (text,) in self.db.execute("SELECT seconds FROM programs WHERE seconds IS NOT NULL"):
+            for k, v in json.loads(text).items():
+                total[k] = total.get(k, 0.0) + v
+        n = self.db.execute("SELECT COUNT(*) FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN programs p "
+                            "ON s.program = p.id WHERE m.kind = 'label' AND p.seconds IS NOT NULL").fetchone()[0]
+        return total, n
+
     def labels(self, split: str | None = None):
-        """Yield (program id, split, schedule text, speedup) of every verified label. A rechecked label
-        gives the faster of its two measurements: interference only ever slows a run down."""
-        q = ("SELECT p.id, p.split, s.text, MAX(m.speedup) FROM measurements m JOIN schedules s ON m.schedule = s.id "
+        """Yield (program id, split, schedule text, speedup, censored) of every verified label. A rechecked
+        label gives the faster of its two measurements: interference only ever slows a run down; a censored
+        one (its speedup an upper bound) stays censored unless the other measurement was timed in full."""
+        q = ("SELECT p.id, p.split, s.text, MAX(m.speedup), m.censored FROM measurements m "
+             "JOIN schedules s ON m.schedule = s.id "
              "JOIN programs p ON s.program = p.id WHERE m.kind IN ('label', 'recheck') AND m.verified = 1 "
              "AND EXISTS (SELECT 1 FROM measurements l WHERE l.schedule = s.id AND l.kind = 'label' "
              "AND l.verified = 1)")
@@ -379,7 +400,7 @@ class Store:
                  "AND x.kind IN ('label', 'recheck'))") if effective else "a.speedup"
         q = (f"SELECT {label}, b.speedup FROM measurements a JOIN measurements b ON a.schedule = b.schedule "
              "AND a.machine = b.machine WHERE a.kind = 'label' AND b.kind = 'noise' AND a.verified = 1 "
-             "AND b.verified = 1")
+             "AND b.verified = 1 AND a.censored = 0 AND b.censored = 0")
         return [(a, b) for a, b in self.db.execute(q) if a and b]
 
     def failures(self, limit: int = 20) -> list[tuple[str, str, str]]:

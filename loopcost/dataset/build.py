@@ -20,7 +20,7 @@ from ..database.store import Store
 from ..errors import LoopcostError
 from ..runner.dask import executor
 from .progress import Progress
-from .tasks import BatchResult, BuildConfig, measure_program, remeasure
+from .tasks import LEGACY_TIMING, BatchResult, BuildConfig, measure_program, remeasure
 
 #: share of measured schedules that are measured a second time, later, for the noise estimate
 NOISE_FRACTION = 0.05
@@ -58,17 +58,21 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
         if old is not None:
             # builds before the staged sampler drew none; builds before the version was stored used codegen 1
             before = {"staged_share": 0.0, "codegen": 1, **json.loads(old)}
+            # builds before censoring timed every schedule in full, after an untimed check
+            before["timing"] = {"timed_check": False, "censor": 0.0, "steady": 0.0, **before["timing"]}
             if before != settings:
                 differ = ", ".join(f"{k} {before.get(k)!r} (now {v!r})" for k, v in settings.items()
                                    if before.get(k) != v)
                 hint = ("; its labels were measured on C from an older code generator, which this version no "
                         "longer prints: continue in another --db" if before["codegen"] != CODEGEN_VERSION else
+                        "; it was timed as --legacy-timing times: pass it to resume, or use another seed"
+                        if before["timing"] == asdict(LEGACY_TIMING) and settings["timing"] != before["timing"] else
                         "; use the same settings to resume, or another seed or --db")
                 raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings: {differ}{hint}")
         store.set_meta(f"build:{cfg.seed}", config)
         todo = [i for i in range(programs) if i not in store.done_indices(cfg.seed)]
         bar = Progress(len(todo), "programs", progress)
-        stats = {"programs": 0, "schedules": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
+        stats = {"programs": 0, "schedules": 0, "censored": 0, "failures": 0, "noise": 0, "errors": [], "seconds": {}}
         t0 = time.monotonic()
         with executor(workers, cluster, security) as ex:
             pending: dict[cf.Future, tuple[str, int | None]] = {}
@@ -106,10 +110,11 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
                     machine = _check_machine(store, r, allow_mixed)
                     store.add_batch(program_json=r.program_json, program_hash=r.program_hash, seed=cfg.seed,
                                     idx=r.idx, machine=machine, baseline_times=r.baseline_times, rows=r.rows,
-                                    now=time.time())
+                                    now=time.time(), seconds=r.seconds)
                     ok = sum(row.verified for row in r.rows)
                     stats["programs"] += 1
                     stats["schedules"] += ok
+                    stats["censored"] += sum(row.verified and row.censored for row in r.rows)
                     stats["failures"] += len(r.rows) - ok
                     for k, v in r.seconds.items():
                         stats["seconds"][k] = stats["seconds"].get(k, 0.0) + v
@@ -131,6 +136,7 @@ def format_build(stats: dict) -> str:
     """``build``'s result as text: counts, rate and worker time, and the first errors."""
     secs = ", ".join(f"{k} {v:.0f} s" for k, v in stats["seconds"].items())
     return "\n".join([f"measured {stats['programs']} programs, {stats['schedules']} verified schedules "
-                      f"({stats['failures']} failed, {stats['noise']} re-measured for noise) in {stats['wall_s']:.0f} "
+                      f"({stats['censored']} censored, {stats['failures']} failed, {stats['noise']} re-measured for "
+                      f"noise) in {stats['wall_s']:.0f} "
                       f"s: {stats['schedules_per_hour']:,.0f} schedules/hour (worker time: {secs})",
                       *(f"  {e}" for e in stats["errors"][:10])])

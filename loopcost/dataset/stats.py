@@ -25,9 +25,9 @@ def dataset_stats(db: str) -> dict:
         counts = store.counts()
         speedups, kinds, splits = [], Counter(), Counter()
         n_nonempty = 0
-        for _prog, split, text, sp in store.labels():
+        for _prog, split, text, sp, censored in store.labels():
             splits[split] += 1
-            if sp:
+            if sp and not censored:
                 speedups.append(sp)
             if text:
                 n_nonempty += 1
@@ -35,6 +35,7 @@ def dataset_stats(db: str) -> dict:
         pairs = store.noise_pairs()
         rel = noise_rel(pairs)
         rechecks = store.recheck_pairs()
+        seconds, measured = store.stage_seconds()
         out = {
             **counts,
             "splits": dict(splits),
@@ -46,6 +47,7 @@ def dataset_stats(db: str) -> dict:
             "noise_floor_mape": noise_floor_mape(store.noise_pairs(effective=True)),
             "rechecked": len(rechecks),
             "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
+            "seconds_per_schedule": {k: v / measured for k, v in seconds.items()} if measured else {},
             "machine": store.machines(),
             "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]}
                                  for p, s, e in store.failures(5)],
@@ -56,6 +58,9 @@ def dataset_stats(db: str) -> dict:
 def format_stats(s: dict) -> str:
     lines = [f"programs     {s['programs']}", f"schedules    {s['schedules']} verified "
              f"({s['failures']} failed)", f"splits       {s['splits']}"]
+    if s.get("censored"):
+        lines.append(f"censored     {s['censored']} of the verified labels were timed once, far slower than the "
+                     "unscheduled program (their speedup is an upper bound; not in the quantiles below)")
     if s["speedup"]:
         q = s["speedup"]
         lines.append(f"speedup      p5 {q['p5']:.2f}  p25 {q['p25']:.2f}  median {q['p50']:.2f}  p75 {q['p75']:.2f}  "
@@ -68,6 +73,12 @@ def format_stats(s: dict) -> str:
     if s.get("rechecked"):
         lines.append(f"rechecked    {s['rechecked']} slow labels measured again; {s['recheck_over_2x_faster']} were "
                      "over 2x faster the second time (the faster measurement is the label)")
+    if sec := s.get("seconds_per_schedule"):
+        other = sec.get("run", 0.0) - sec.get("timed", 0.0)
+        lines.append("time         per measured schedule, worker seconds: " + ", ".join(
+            f"{k} {sec[k]:.3f}" for k in ("generate", "codegen", "compile") if k in sec)
+            + f", run {sec.get('run', 0.0):.3f} (timed runs {sec.get('timed', 0.0):.3f}, checks, resets and "
+              f"waiting for the machine {other:.3f})")
     for m in s["machine"]:
         lines.append(f"machine      {m['fingerprint']}: {m['cpu']}, {m['cores']} cores, {m['compiler']}, "
                      f"{' '.join(m['flags'] or [])}")

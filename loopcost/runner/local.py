@@ -59,7 +59,7 @@ def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float
             v = verdict(harness.outputs, r, rtol=harness.rtol, reference=harness.labels[0])
         errs = [math.inf if e is None else e for e, _ in (r.rel_errors or {}).values()]
         out.append(Measurement(label, r.times, ref.times, v.ok, None if v.ok else v.detail, max(errs, default=None),
-                               r.checksum, fp, info, t1 - t0, run_s, vacuous=v.vacuous))
+                               r.checksum, fp, info, t1 - t0, run_s, vacuous=v.vacuous, censored=r.censored))
     return out
 
 

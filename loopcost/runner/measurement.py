@@ -40,6 +40,9 @@ class Measurement:
     reused: bool = False
     #: why the check against the reference checked nothing (then ``verified`` is False), or None
     vacuous: str | None = None
+    #: timing stopped after one run far slower than the reference's (``Timing.censor``): ``times`` is a
+    #: lower bound of the time, ``speedup`` an upper bound of the speedup
+    censored: bool = False
 
     @property
     def median(self) -> float | None:
@@ -60,7 +63,8 @@ class Measurement:
                 "min_s": min(self.times, default=None), "times_s": list(self.times),
                 "baseline_median_s": self.reference_median, "baseline_times_s": list(self.reference_times),
                 "speedup": self.speedup, "compile_s": self.compile_s, "machine": self.fingerprint,
-                "reused": self.reused, **({"vacuous": self.vacuous} if self.vacuous else {})}
+                "reused": self.reused, **({"vacuous": self.vacuous} if self.vacuous else {}),
+                **({"censored": True} if self.censored else {})}
 
     def describe(self) -> str:
         """Verdict, times and speedup, one line each, for a state measured beside its unscheduled program."""

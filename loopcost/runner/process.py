@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import LoopcostError
 from ..paths import cache_root
 from .result import RunResult
 
@@ -33,18 +34,36 @@ def machine_lock():
 class Timing:
     """How many runs: ``warmup`` untimed, then at least ``min_runs`` and ``min_time`` seconds,
     at most ``max_runs`` (None: exactly ``min_runs``); with ``max_time``, stop once that much
-    time is spent (after at least one run), so slow schedules cost a bounded time."""
+    time is spent (after at least one run), so slow schedules cost a bounded time.
+
+    ``timed_check``: the run whose outputs are checked is the first timed one (needs ``warmup=0``);
+    ``censor`` (> 1, with ``timed_check``): a schedule whose first run is more than ``censor`` times
+    slower than the reference's fastest run stops there, its time *censored* (a lower bound);
+    ``steady`` (> 0): stop once two runs and ``min_time`` are done and the runs so far are within this
+    relative spread, even before ``min_runs``."""
 
     min_runs: int = 5
     warmup: int = 1
     max_runs: int | None = None
     min_time: float = 0.0
     max_time: float = 0.0
+    timed_check: bool = False
+    censor: float = 0.0
+    steady: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.timed_check and self.warmup:
+            raise LoopcostError("a timed check is the first timed run: it allows no warm-up run")
+        if self.censor and (self.censor <= 1 or not self.timed_check):
+            raise LoopcostError(f"censoring needs a factor above 1 and a timed check (censor={self.censor:g})")
+        if self.steady < 0:
+            raise LoopcostError(f"the steady spread must be at least 0 (steady={self.steady:g})")
 
     def args(self) -> list[str]:
         return [f"warmup={self.warmup}", f"min_runs={self.min_runs}",
                 f"max_runs={self.max_runs or self.min_runs}", f"min_time_us={int(self.min_time * 1e6)}",
-                f"max_time_us={int(self.max_time * 1e6)}"]
+                f"max_time_us={int(self.max_time * 1e6)}", f"timed_check={int(self.timed_check)}",
+                f"censor_x1000={round(self.censor * 1000)}", f"steady_x1000={round(self.steady * 1000)}"]
 
 
 @dataclass(frozen=True)
@@ -120,7 +139,7 @@ def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), s
             errors = {name: (e, int(i)) for name, (e, i) in rep["errors"].items()}
             vacuity = {name: (int(a), int(b), int(n)) for name, (a, b, n) in rep.get("vacuity", {}).items()}
             results.append(RunResult(tuple(float(t) for t in rep["times_s"]), rep["checksums"], None, errors,
-                                     vacuity))
+                                     vacuity, bool(rep.get("censored", 0))))
         except (ValueError, KeyError, TypeError) as e:
             return results + [RunResult(error=f"unreadable harness output ({e}): {out[:300]!r}")
                               for _ in variants[len(results):]]
