@@ -12,7 +12,8 @@ Three builds of the same programs and schedules (seed ``--seed``, bench scale: `
 - ``today-1-worker``: today's timing with one worker, which never compiles while it measures (with two,
   one worker compiles the next program while the other measures: faster, if it does not disturb).
 
-They run interleaved, ``--chunk`` programs at a time, so a drift of the machine hits all three alike. The
+They run interleaved, ``--chunk`` programs at a time, so a drift of the machine hits all of them alike, each
+with a compile cache of its own (``LOOPCOST_CACHE_DIR`` in ``--dir``: none reuses another's binaries). The
 report (``bench/BUILD.md``) gives each build's verified schedules per hour of wall time, its worker seconds
 by stage per schedule, and how today's labels agree with the legacy ones next to how the two legacy builds
 agree with each other: relative difference of speedups (median, p90) and per-program Spearman on the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import time
@@ -88,6 +90,8 @@ def main() -> None:
     wall = json.loads(wall_file.read_text()) if wall_file.exists() else {name: 0.0 for name in BUILDS}
     for upto in range(args.chunk, args.programs + args.chunk, args.chunk):
         for name, (timing, workers) in BUILDS.items():
+            # each build compiles for itself, as a real one does: the builds share no compiled harness
+            os.environ["LOOPCOST_CACHE_DIR"] = str(args.dir / f"cache-{name}")
             t0 = time.monotonic()
             s = build(str(args.dir / f"{name}.db"), programs=min(upto, args.programs),
                       cfg=BuildConfig(seed=args.seed, generator=gen, timing=timing), workers=workers or args.workers,

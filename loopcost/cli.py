@@ -213,7 +213,7 @@ def cmd_dataset_build(a: argparse.Namespace) -> int:
         steady=DATASET_TIMING.steady if a.steady is None else a.steady)
     gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work, families=parse_families(a.families))
     cfg = BuildConfig(seed=a.seed, schedules=a.schedules, toolchain=Toolchain.from_string(a.cc, a.cflags),
-                      generator=gen, staged_share=a.staged_share, timing=timing)
+                      generator=gen, staged_share=a.staged_share, timing=timing, compile_timeout=a.compile_timeout)
     cluster = None if a.cluster in (None, "none") else a.cluster
     stats = build(a.db, programs=a.programs, cfg=cfg, workers=a.workers, cluster=cluster,
                   allow_mixed=a.allow_mixed_machines, progress=not a.no_progress, security=a.security)
@@ -535,6 +535,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--steady", type=at_least(0.0, float), default=None,
                    help="stop timing once two runs agree within this relative spread (default 0.02; 0: always "
                         "at least 3 runs)")
+    b.add_argument("--compile-timeout", type=above(0), default=60.0,
+                   help="seconds the compiler may take on one program's schedules; past it the program's "
+                        "schedules are stored as failures (default 60)")
     b.add_argument("--legacy-timing", action="store_true",
                    help="time as builds before December 2026 did (an untimed check, 3-30 runs, no censoring): "
                         "to resume such a build")

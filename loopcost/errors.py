@@ -45,6 +45,10 @@ class CompileError(LoopcostError):
     """The C compiler rejected generated or user code."""
 
 
+class CompileTimeout(EnvironmentFailure):
+    """The C compiler ran past its time limit (hung, or a program too big to compile in time)."""
+
+
 class ScheduleError(LoopcostError):
     """A schedule is malformed or illegal for the program."""
 

@@ -15,6 +15,7 @@ import pytest
 
 from loopcost.codegen.c_source import CODEGEN_VERSION
 from loopcost.costmodel.metrics import noise_ceiling
+from loopcost.database.store import Store
 from loopcost.dataset.build import build
 from loopcost.dataset.stats import dataset_stats
 from loopcost.dataset.tasks import LEGACY_TIMING, BuildConfig
@@ -147,6 +148,15 @@ def test_a_database_built_before_the_staged_sampler_resumes_with_a_share_of_zero
     with pytest.raises(LoopcostError, match="staged_share 0.0 \\(now 0.5\\)"):
         build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY), workers=1, progress=False)
     assert build(db, programs=2, cfg=cfg, workers=1, progress=False)["programs"] == 1
+
+
+def test_a_program_the_compiler_takes_too_long_on_fails_its_schedules_and_the_build_goes_on(tmp_path):
+    db = str(tmp_path / "d.db")
+    s = build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY, compile_timeout=0.001), workers=1,
+              progress=False)
+    assert s["programs"] == 2 and s["schedules"] == 0 and s["failures"] == 2 * 3
+    errors = [e for _, _, e in Store(db).failures()]
+    assert len(errors) == 6 and all("the compiler ran for more than 0.001 s" in e for e in errors)
 
 
 def test_a_database_timed_before_censoring_resumes_with_its_timing_only(tmp_path):

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CompileError, CompilerNotFoundError, EnvironmentFailure
+from ..errors import CompileError, CompilerNotFoundError, CompileTimeout, EnvironmentFailure
 from ..paths import cache_root
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp")
@@ -63,14 +63,13 @@ def _cached(key: str, cache_dir: Path | None, build) -> Path:
     return exe
 
 
-def _run(cmd: list[str], what: str) -> None:
+def _run(cmd: list[str], what: str, timeout: float = COMPILE_TIMEOUT) -> None:
     """Run the compiler: code it rejects is a ``CompileError``; a compiler that crashes (killed by a
-    signal) or hangs past ``COMPILE_TIMEOUT`` is the environment's failure."""
+    signal) is the environment's failure, one that runs past ``timeout`` a ``CompileTimeout``."""
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=COMPILE_TIMEOUT)
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise EnvironmentFailure(f"{what}: the compiler ran for more than {COMPILE_TIMEOUT:g} s: "
-                                 f"{shlex.join(cmd)}") from None
+        raise CompileTimeout(f"{what}: the compiler ran for more than {timeout:g} s: {shlex.join(cmd)}") from None
     if res.returncode < 0:
         raise EnvironmentFailure(f"{what}: the compiler crashed (signal {-res.returncode}): {shlex.join(cmd)}\n"
                                  f"{res.stderr.strip()[:2000]}")
@@ -78,8 +77,10 @@ def _run(cmd: list[str], what: str) -> None:
         raise CompileError(f"{what}: {shlex.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.strip()[:4000]}")
 
 
-def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Path | None = None) -> Path:
-    """Compile a whole C program to an executable; returns its path.
+def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Path | None = None,
+              timeout: float = COMPILE_TIMEOUT) -> Path:
+    """Compile a whole C program to an executable (each compiler call within ``timeout`` seconds); returns
+    its path.
 
     The binary is cached under a hash of the source, compiler version and flags.
     """
@@ -89,7 +90,8 @@ def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Pat
 
     def build(tmp: Path) -> Path:
         (tmp / "prog.c").write_text(source)
-        _run([toolchain.cc, *toolchain.flags, str(tmp / "prog.c"), "-o", str(tmp / "prog"), "-lm"], "compiling")
+        _run([toolchain.cc, *toolchain.flags, str(tmp / "prog.c"), "-o", str(tmp / "prog"), "-lm"], "compiling",
+             timeout)
         return tmp / "prog"
 
     return _cached(key, cache_dir, build)
@@ -105,13 +107,15 @@ class Unit:
     flags: tuple[str, ...] = ()
 
 
-def compile_units(units: tuple[Unit, ...], *, cache: bool = True, cache_dir: Path | None = None) -> Path:
+def compile_units(units: tuple[Unit, ...], *, cache: bool = True, cache_dir: Path | None = None,
+                  timeout: float = COMPILE_TIMEOUT) -> Path:
     """Compile each unit to an object with its own compiler and flags and link them with the first unit's
-    compiler (OpenMP and libm linked in, unreferenced sections dropped); returns the executable.
+    compiler (OpenMP and libm linked in, unreferenced sections dropped; each call within ``timeout``
+    seconds); returns the executable.
     ``cache=False`` builds again every time (units that include the user's files, which the key cannot
     see)."""
     if len(units) == 1 and not units[0].flags and cache:
-        return compile_c(units[0].source, units[0].toolchain, cache_dir=cache_dir)
+        return compile_c(units[0].source, units[0].toolchain, cache_dir=cache_dir, timeout=timeout)
     parts = [x for u in units for x in (u.source, u.toolchain.cc, compiler_version(u.toolchain.cc),
                                         *u.toolchain.flags, "\1", *u.flags, "\2")]
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest() + ("" if cache else f"-{uuid.uuid4().hex}")
@@ -122,11 +126,11 @@ def compile_units(units: tuple[Unit, ...], *, cache: bool = True, cache_dir: Pat
             (tmp / f"unit{k}.c").write_text(u.source)
             objs.append(str(tmp / f"unit{k}.o"))
             _run([u.toolchain.cc, *u.toolchain.flags, *u.flags, "-c", str(tmp / f"unit{k}.c"), "-o", objs[-1]],
-                 f"compiling unit {k}")
+                 f"compiling unit {k}", timeout)
         # sections nothing calls are dropped, with what they call: the user's file may hold a main that calls
         # a library (PolyBench's timers) the harness does not link
         _run([units[0].toolchain.cc, "-fopenmp", *objs, "-Wl,--gc-sections", "-o", str(tmp / "prog"), "-lm"],
-             "linking")
+             "linking", timeout)
         return tmp / "prog"
 
     return _cached(key, cache_dir, build)

@@ -44,6 +44,9 @@ class BuildConfig:
     generator: GeneratorOptions = GeneratorOptions()
     space: SpaceOptions = SpaceOptions()
     timeout: float = 300.0
+    #: seconds the compiler may take on one program's harness; a program past it fails its schedules (a few
+    #: random programs unroll into C that gcc -O3 takes many minutes on: they would cost more than they teach)
+    compile_timeout: float = 60.0
     #: the share of schedules drawn as walks through the search's stage order (0: random order only)
     staged_share: float = STAGED_SHARE
 
@@ -77,7 +80,8 @@ def _measure(schedules: list[Schedule], states: list[ProgramState],
     t0 = time.perf_counter()
     [harness] = harnesses(states, None, cfg.toolchain, len(states))
     codegen = time.perf_counter() - t0
-    ms = measure_built(harness, timing=cfg.timing, seed=cfg.seed, timeout=cfg.timeout)
+    ms = measure_built(harness, timing=cfg.timing, seed=cfg.seed, timeout=cfg.timeout,
+                       compile_timeout=cfg.compile_timeout)
     rows = [Row(str(sched), sched.to_json(), m.verified, m.error, m.times, m.reference_times, m.censored)
             for sched, m in zip(schedules, ms, strict=True)]
     timed = sum(ms[0].reference_times) + sum(sum(m.times) for m in ms)

@@ -9,10 +9,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..codegen.compiler import Toolchain, compile_units
+from ..codegen.compiler import COMPILE_TIMEOUT, Toolchain, compile_units
 from ..codegen.harness import Harness, UserInit, state_harness
 from ..database.fingerprint import fingerprint, machine_info
-from ..errors import CompileError
+from ..errors import CompileError, CompileTimeout
 from ..ir.state import ProgramState
 from .measurement import Measurement
 from .process import Timing, run_variants
@@ -39,15 +39,23 @@ def harnesses(states: Sequence[ProgramState], reference: ProgramState | None, to
             for k in range(0, len(states), chunk)]
 
 
-def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float) -> list[Measurement]:
-    """Build and run ``harness`` here; one measurement per variant but the reference."""
+def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float,
+                  compile_timeout: float | None = None) -> list[Measurement]:
+    """Build and run ``harness`` here; one measurement per variant but the reference. With
+    ``compile_timeout``, a compiler call past that many seconds fails the variants (data, as code the
+    compiler rejects), instead of the command (``COMPILE_TIMEOUT``)."""
     fp, info = _machine(harness.units[0].toolchain)
     labels = harness.labels[1:]
     t0 = time.perf_counter()
     try:
-        exe = compile_units(harness.units, cache=harness.cache)
+        exe = compile_units(harness.units, cache=harness.cache, timeout=compile_timeout or COMPILE_TIMEOUT)
     except CompileError as e:  # generated code that does not compile is a loopcost bug: kept as data
         return [Measurement(label, error=f"build: {e}"[:4000], fingerprint=fp, machine=info) for label in labels]
+    except CompileTimeout as e:
+        if compile_timeout is None:
+            raise
+        return [Measurement(label, error=f"build: {e}"[:4000], fingerprint=fp, machine=info,
+                            compile_s=time.perf_counter() - t0) for label in labels]
     t1 = time.perf_counter()
     results = run_variants(exe, list(range(len(harness.labels))), timing=timing, seed=seed, timeout=timeout)
     run_s = time.perf_counter() - t1
