@@ -71,6 +71,29 @@ def test_compile_error_and_missing_compiler_are_clear():
         compile_c("int main(void) { return 0; }", Toolchain("/nonexistent/cc"))
 
 
+def test_a_compiler_past_its_time_limit_is_stopped_with_everything_it_started():
+    import time
+    from pathlib import Path
+
+    from loopcost.codegen.compiler import _run
+    from loopcost.errors import CompileTimeout
+
+    marker = "61.2345"  # a "compiler" whose child (as gcc's cc1 under its driver) outlives a killed parent
+    t0 = time.monotonic()
+    with pytest.raises(CompileTimeout, match="more than 0.5 s"):
+        _run(["sh", "-c", f"sleep {marker} & sleep {marker}; wait"], "compiling", timeout=0.5)
+    assert time.monotonic() - t0 < 10
+    time.sleep(0.2)
+
+    def cmdline(path: Path) -> str:
+        try:
+            return path.read_bytes().decode(errors="replace")
+        except OSError:  # a process that ended meanwhile
+            return ""
+
+    assert not [c for c in Path("/proc").glob("[0-9]*/cmdline") if marker in cmdline(c)]
+
+
 def test_crash_and_timeout_come_back_as_data():
     crash = compile_c("int main(void) { *(volatile int *)0 = 1; return 0; }")
     r = run_once(crash)

@@ -7,6 +7,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -66,10 +67,20 @@ def _cached(key: str, cache_dir: Path | None, build) -> Path:
 def _run(cmd: list[str], what: str, timeout: float = COMPILE_TIMEOUT) -> None:
     """Run the compiler: code it rejects is a ``CompileError``; a compiler that crashes (killed by a
     signal) is the environment's failure, one that runs past ``timeout`` a ``CompileTimeout``."""
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise CompileTimeout(f"{what}: the compiler ran for more than {timeout:g} s: {shlex.join(cmd)}") from None
+    # in a session of its own: past the timeout the whole group goes (gcc's driver, and cc1 under it, which
+    # killing the driver alone leaves running)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+        except BaseException as e:  # the timeout, or an interrupt (which a session of its own does not get)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            if isinstance(e, subprocess.TimeoutExpired):
+                raise CompileTimeout(f"{what}: the compiler ran for more than {timeout:g} s: "
+                                     f"{shlex.join(cmd)}") from None
+            raise
+    res = subprocess.CompletedProcess(cmd, proc.returncode, "", stderr)
     if res.returncode < 0:
         raise EnvironmentFailure(f"{what}: the compiler crashed (signal {-res.returncode}): {shlex.join(cmd)}\n"
                                  f"{res.stderr.strip()[:2000]}")
