@@ -18,10 +18,10 @@ output. Then, for each listed variant, it:
    writes (outputs and temporaries; inputs are never written) are restored from
    a saved copy before every run, outside the timed region (``CLOCK_MONOTONIC``).
    With ``timed_check=1`` (and no warm-up) the checked run of step 1 is the first timed run;
-   then, with ``censor_x1000=K``, a variant whose first run took more than K/1000 times the
-   fastest run of variant 0 is not run again (a *censored* time: it is at least that slow);
    with ``steady_x1000=F``, timing stops once two or more runs and ``min_time`` are done and
-   the slowest run is within F/1000 of the fastest;
+   the slowest run is within F/1000 of the fastest; with ``censor_x1000=K``, a variant that
+   would run again although its two runs so far both took more than K/1000 times the fastest
+   run of variant 0 stops there (a *censored* time: it is at least that slow);
 3. prints one JSON line: ``{"variant", "errors": {buffer: [rel err, flat index of the worst
    element]}, "checksums", "times_s", "censored"}``
    and flushes it, so a crash in a later variant loses nothing before it.
@@ -363,13 +363,16 @@ int main(int lc_argc, char **lc_argv) {{
     if (lc_timed_check) {{
       lc_n = 1; lc_total = lc_lo = lc_hi = lc_first;
       printf("%.9g", lc_first);
-      lc_censored = lc_v != 0 && lc_censor > 0 && lc_ref_min > 0 && lc_first > lc_censor * lc_ref_min;
     }} else {{
       for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_reset(); lc_run(lc_v); }}
     }}
-    while (!lc_censored && lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)
+    while (lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)
            && !(lc_n > 0 && lc_max_time > 0 && lc_total >= lc_max_time)
            && !(lc_steady > 0 && lc_n >= 2 && lc_total >= lc_min_time && lc_hi - lc_lo <= lc_steady * lc_lo)) {{
+      if (lc_v != 0 && lc_censor > 0 && lc_ref_min > 0 && lc_n >= 2 && lc_lo > lc_censor * lc_ref_min) {{
+        lc_censored = 1;
+        break;
+      }}
       lc_reset();
       double lc_t0 = lc_now();
       lc_run(lc_v);

@@ -90,7 +90,7 @@ def format_evaluation(r: dict, wrote_card: bool = False) -> str:
                      f"Spearman/program {c['spearman_per_program_mean']:.3f}  pairwise "
                      f"{c['pairwise_accuracy']:.3f}  top-1 recovery {c['top1_recovery']:.3f}")
     if (c := r.get("censored")) and c["n"]:
-        lines.append(f"  {c['n']} censored labels (timed once, far slower than unscheduled; left out above): "
+        lines.append(f"  {c['n']} censored labels (timing stopped early, far slower than unscheduled; left out above): "
                      f"{c['predicted_within_bound']:.1%} predicted at or below their bound")
     lines += [f"  wrote {p}" for p in r.get("plots", [])]
     if wrote_card:

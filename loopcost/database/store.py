@@ -93,7 +93,7 @@ class Row:
     error: str | None
     times: tuple[float, ...]
     baseline_times: tuple[float, ...]
-    #: timed once and found far slower than the unscheduled program: ``speedup`` is an upper bound
+    #: timing stopped early, both runs far slower than the unscheduled program: ``speedup`` is an upper bound
     censored: bool = False
 
     @property

@@ -59,7 +59,7 @@ def format_stats(s: dict) -> str:
     lines = [f"programs     {s['programs']}", f"schedules    {s['schedules']} verified "
              f"({s['failures']} failed)", f"splits       {s['splits']}"]
     if s.get("censored"):
-        lines.append(f"censored     {s['censored']} of the verified labels were timed once, far slower than the "
+        lines.append(f"censored     {s['censored']} of the verified labels stopped timing early, far slower than the "
                      "unscheduled program (their speedup is an upper bound; not in the quantiles below)")
     if s["speedup"]:
         q = s["speedup"]

@@ -26,9 +26,10 @@ from ..transforms.space import SpaceOptions
 #: the timing of datasets built before December 2026: an untimed checked run, then at least 3 runs and
 #: 20 ms, at most 30 runs, but no more than 0.25 s of runs for one schedule (slow ones get 1 or 2 runs)
 LEGACY_TIMING = Timing(min_runs=3, warmup=0, max_runs=30, min_time=0.02, max_time=0.25)
-#: the dataset's default timing: the same bounds, but the checked run is the first timed one, a schedule
-#: whose first run is over CENSOR times slower than the unscheduled program's fastest stops there (a censored
-#: label), and timing stops once the runs agree within STEADY (``bench/BUILD.md`` measured both side by side)
+#: the dataset's default timing: the same bounds, but the checked run is the first timed one, timing stops
+#: once the runs agree within STEADY, and a schedule whose first two runs disagree but are both over CENSOR
+#: times slower than the unscheduled program's fastest stops there (a censored label); ``bench/BUILD.md``
+#: measured both side by side
 CENSOR = 3.0
 STEADY = 0.02
 DATASET_TIMING = Timing(min_runs=3, warmup=0, max_runs=30, min_time=0.02, max_time=0.25, timed_check=True,

@@ -40,7 +40,7 @@ class Measurement:
     reused: bool = False
     #: why the check against the reference checked nothing (then ``verified`` is False), or None
     vacuous: str | None = None
-    #: timing stopped after one run far slower than the reference's (``Timing.censor``): ``times`` is a
+    #: timing stopped after two runs far slower than the reference's (``Timing.censor``): ``times`` is a
     #: lower bound of the time, ``speedup`` an upper bound of the speedup
     censored: bool = False
 

@@ -37,10 +37,12 @@ class Timing:
     time is spent (after at least one run), so slow schedules cost a bounded time.
 
     ``timed_check``: the run whose outputs are checked is the first timed one (needs ``warmup=0``);
-    ``censor`` (> 1, with ``timed_check``): a schedule whose first run is more than ``censor`` times
-    slower than the reference's fastest run stops there, its time *censored* (a lower bound);
     ``steady`` (> 0): stop once two runs and ``min_time`` are done and the runs so far are within this
-    relative spread, even before ``min_runs``."""
+    relative spread, even before ``min_runs``; ``censor`` (> 1, with ``timed_check``): a schedule that
+    would run again although its first two runs were both more than ``censor`` times slower than the
+    reference's fastest run stops there, its time *censored* (a lower bound). Two runs, not one: with
+    one, a run stalled by another process (a compiler beside it) censored 12 of 105 labels wrongly
+    (``bench/BUILD.md``)."""
 
     min_runs: int = 5
     warmup: int = 1

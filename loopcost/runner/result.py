@@ -19,7 +19,7 @@ class RunResult:
     rel_errors: dict[str, tuple[float | None, int]] | None = None
     #: per output of the reference run: (elements NaN or infinite, elements left as before the run, elements)
     vacuity: dict[str, tuple[int, int, int]] | None = None
-    #: timing stopped after one run that was far slower than the reference's (``Timing.censor``)
+    #: timing stopped after two runs both far slower than the reference's (``Timing.censor``)
     censored: bool = False
 
     @property
