@@ -64,9 +64,11 @@ def _cached(key: str, cache_dir: Path | None, build) -> Path:
     return exe
 
 
-def _run(cmd: list[str], what: str, timeout: float = COMPILE_TIMEOUT) -> None:
+def _run(cmd: list[str], what: str, timeout: float | None = None) -> None:
     """Run the compiler: code it rejects is a ``CompileError``; a compiler that crashes (killed by a
-    signal) is the environment's failure, one that runs past ``timeout`` a ``CompileTimeout``."""
+    signal) is the environment's failure, one that runs past ``timeout`` (default ``COMPILE_TIMEOUT``) a
+    ``CompileTimeout``."""
+    timeout = COMPILE_TIMEOUT if timeout is None else timeout
     # in a session of its own: past the timeout the whole group goes (gcc's driver, and cc1 under it, which
     # killing the driver alone leaves running)
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -89,7 +91,7 @@ def _run(cmd: list[str], what: str, timeout: float = COMPILE_TIMEOUT) -> None:
 
 
 def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Path | None = None,
-              timeout: float = COMPILE_TIMEOUT) -> Path:
+              timeout: float | None = None) -> Path:
     """Compile a whole C program to an executable (each compiler call within ``timeout`` seconds); returns
     its path.
 
@@ -119,7 +121,7 @@ class Unit:
 
 
 def compile_units(units: tuple[Unit, ...], *, cache: bool = True, cache_dir: Path | None = None,
-                  timeout: float = COMPILE_TIMEOUT) -> Path:
+                  timeout: float | None = None) -> Path:
     """Compile each unit to an object with its own compiler and flags and link them with the first unit's
     compiler (OpenMP and libm linked in, unreferenced sections dropped; each call within ``timeout``
     seconds); returns the executable.

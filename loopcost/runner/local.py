@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..codegen.compiler import COMPILE_TIMEOUT, Toolchain, compile_units
+from ..codegen.compiler import Toolchain, compile_units
 from ..codegen.harness import Harness, UserInit, state_harness
 from ..database.fingerprint import fingerprint, machine_info
 from ..errors import CompileError, CompileTimeout
@@ -48,7 +48,7 @@ def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float
     labels = harness.labels[1:]
     t0 = time.perf_counter()
     try:
-        exe = compile_units(harness.units, cache=harness.cache, timeout=compile_timeout or COMPILE_TIMEOUT)
+        exe = compile_units(harness.units, cache=harness.cache, timeout=compile_timeout)
     except CompileError as e:  # generated code that does not compile is a loopcost bug: kept as data
         return [Measurement(label, error=f"build: {e}"[:4000], fingerprint=fp, machine=info) for label in labels]
     except CompileTimeout as e:
