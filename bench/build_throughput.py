@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
 import statistics
 import time
 from pathlib import Path
@@ -48,15 +47,9 @@ BUILDS = {"legacy": (LEGACY_TIMING, None), "today": (DATASET_TIMING, None), "leg
 
 def labels(db: Path) -> dict[tuple[int, str], tuple[float, bool]]:
     """(program index, schedule) -> (speedup, censored) of every verified label the models would see."""
-    con = sqlite3.connect(db)
-    out = {}
-    for idx, text, sp, cens in con.execute(
-            "SELECT p.idx, s.text, MAX(m.speedup), m.censored FROM measurements m JOIN schedules s ON "
-            "m.schedule = s.id JOIN programs p ON s.program = p.id WHERE m.kind IN ('label', 'recheck') AND "
-            "m.verified = 1 GROUP BY s.id"):
-        out[(idx, text)] = (sp, bool(cens))
-    con.close()
-    return out
+    with Store(db) as store:
+        idx = dict(store.db.execute("SELECT id, idx FROM programs"))  # ids differ between databases, indices not
+        return {(idx[pid], text): (sp, bool(cens)) for pid, _split, text, sp, cens in store.labels()}
 
 
 def agreement(a: dict, b: dict) -> dict:

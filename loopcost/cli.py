@@ -530,8 +530,9 @@ def parser() -> argparse.ArgumentParser:
                         f"{len(STAGES)} steps (default {STAGED_SHARE}; 0 draws 1-5 steps in random order only, "
                         "as databases built before this option did)")
     b.add_argument("--censor", type=censor_factor, default=None,
-                   help="stop timing a schedule whose checked run is over K times slower than the unscheduled "
-                        "program's fastest, and keep it as a censored label (default 3; 0: time every schedule)")
+                   help="stop timing a schedule whose first two runs are both over K times slower than the "
+                        "unscheduled program's fastest, and keep it as a censored label (default 3; 0: time every "
+                        "schedule)")
     b.add_argument("--steady", type=at_least(0.0, float), default=None,
                    help="stop timing once two runs agree within this relative spread (default 0.02; 0: always "
                         "at least 3 runs)")

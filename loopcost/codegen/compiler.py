@@ -82,12 +82,11 @@ def _run(cmd: list[str], what: str, timeout: float | None = None) -> None:
                 raise CompileTimeout(f"{what}: the compiler ran for more than {timeout:g} s: "
                                      f"{shlex.join(cmd)}") from None
             raise
-    res = subprocess.CompletedProcess(cmd, proc.returncode, "", stderr)
-    if res.returncode < 0:
-        raise EnvironmentFailure(f"{what}: the compiler crashed (signal {-res.returncode}): {shlex.join(cmd)}\n"
-                                 f"{res.stderr.strip()[:2000]}")
-    if res.returncode != 0:
-        raise CompileError(f"{what}: {shlex.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.strip()[:4000]}")
+    if proc.returncode < 0:
+        raise EnvironmentFailure(f"{what}: the compiler crashed (signal {-proc.returncode}): {shlex.join(cmd)}\n"
+                                 f"{stderr.strip()[:2000]}")
+    if proc.returncode != 0:
+        raise CompileError(f"{what}: {shlex.join(cmd)} failed (exit {proc.returncode}):\n{stderr.strip()[:4000]}")
 
 
 def compile_c(source: str, toolchain: Toolchain | None = None, *, cache_dir: Path | None = None,

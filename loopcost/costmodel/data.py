@@ -33,7 +33,7 @@ class Dataset:
     split: np.ndarray            # (N,) index into SPLITS
     schedules: list[str]
     programs: list               # program ids of a dataset build, or program hashes of a store
-    #: (N,) bool: the speedup is an upper bound (timing stopped after one run far slower than the baseline)
+    #: (N,) bool: the speedup is an upper bound (timing stopped after two runs far slower than the baseline)
     censored: np.ndarray | None = None
 
     def __post_init__(self) -> None:

@@ -374,8 +374,8 @@ class Store:
 
     def labels(self, split: str | None = None):
         """Yield (program id, split, schedule text, speedup, censored) of every verified label. A rechecked
-        label gives the faster of its two measurements: interference only ever slows a run down; a censored
-        one (its speedup an upper bound) stays censored unless the other measurement was timed in full."""
+        label gives the faster of its two measurements: interference only ever slows a run down; ``censored``
+        is that measurement's (its speedup an upper bound)."""
         q = ("SELECT p.id, p.split, s.text, MAX(m.speedup), m.censored FROM measurements m "
              "JOIN schedules s ON m.schedule = s.id "
              "JOIN programs p ON s.program = p.id WHERE m.kind IN ('label', 'recheck') AND m.verified = 1 "
