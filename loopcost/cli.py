@@ -18,7 +18,7 @@ from .generator.schedules import STAGED_SHARE
 from .ir.dependence import dependences
 from .kernels import KERNELS
 from .kernels.loader import load_kernel, parse_pairs
-from .paths import SHIPPED_MANIFEST, card_path, store_path
+from .paths import card_path, store_path
 from .transforms.schedule import Schedule
 from .transforms.space import STAGES
 
@@ -279,11 +279,13 @@ def cmd_train(a: argparse.Namespace) -> int:
 
 def _store_training(a: argparse.Namespace) -> argparse.Namespace:
     """``train --store``: the store's measurements of this machine exported for training, and the defaults
-    of fine-tuning (from the shipped model, every one of its networks, written where ``optimize`` finds it)."""
+    of fine-tuning (from the model shipped for this CPU, every one of its networks, written where ``optimize``
+    finds it)."""
     from .codegen.c_source import CODEGEN_VERSION
     from .costmodel.data import export_store
     from .costmodel.model import CostModel
-    from .paths import SHIPPED_MODEL, machine_model
+    from .database.fingerprint import cpu_model
+    from .paths import machine_model, shipped_for
     from .runner import LocalRunner
 
     store = store_path(a.store or None)
@@ -292,7 +294,7 @@ def _store_training(a: argparse.Namespace) -> argparse.Namespace:
     fp, _ = LocalRunner().machine()
     out = Path(a.out) if a.out else machine_model(fp)
     out.parent.mkdir(parents=True, exist_ok=True)
-    init = a.init or str(SHIPPED_MODEL)
+    init = a.init or str(shipped_for(cpu_model()).model)
     nets = CostModel.load(init).nets
     if a.init_member >= len(nets):
         raise LoopcostError(f"--init-member {a.init_member}: {init} has {len(nets)} network(s), numbered from 0")
@@ -315,13 +317,16 @@ def cmd_ensemble(a: argparse.Namespace) -> int:
 
 def cmd_evaluate(a: argparse.Namespace) -> int:
     from .costmodel.evaluate import evaluate, format_evaluation
+    from .database.fingerprint import cpu_model
     from .dataset.shipped import cached_export, shipped_db
+    from .paths import shipped_for
 
+    pair = shipped_for(cpu_model())  # the model and dataset shipped for this CPU
     shipped = not a.db and not a.data  # the shipped dataset, whose manifest goes into the card
-    db = shipped_db() if shipped else a.db or None
+    db = shipped_db(pair.dataset) if shipped else a.db or None
     data = a.data or cached_export(Path(db))
-    r = evaluate(a.model, data, db, split=a.split, gbt=a.gbt, plots=a.plots, write_card=a.write_card,
-                 manifest=SHIPPED_MANIFEST if shipped else None)
+    r = evaluate(a.model or pair.model, data, db, split=a.split, gbt=a.gbt, plots=a.plots,
+                 write_card=a.write_card, manifest=pair.manifest if shipped else None)
     print(json.dumps(r, indent=2) if a.json else format_evaluation(r, a.write_card))
     return 0
 
@@ -484,7 +489,8 @@ def parser() -> argparse.ArgumentParser:
                         "best children at each beam stage and keep the measured best (staged)")
     o.add_argument("--budget", type=at_least(1), default=4,
                    help="beam width (mcts: x15 iterations; random: x16 samples)")
-    o.add_argument("--model", default=None, type=existing_file, help="cost model (default: the shipped one)")
+    o.add_argument("--model", default=None, type=existing_file,
+                   help="cost model (default: the one shipped for this CPU)")
     o.add_argument("--measure", action=argparse.BooleanOptionalAction, default=True,
                    help="measure the top candidates and keep the fastest verified one (default)")
     o.add_argument("--top-k", type=at_least(1), default=5)
@@ -560,7 +566,7 @@ def parser() -> argparse.ArgumentParser:
                     help="a note to record in the manifest (repeatable), e.g. the build rate")
     pk.set_defaults(func=cmd_dataset_pack)
     st = dsub.add_parser("stats", help="counts, speedups, transformation shares, noise and machine")
-    st.add_argument("--db", default=None, type=existing_file, help="database (default: the shipped dataset)")
+    st.add_argument("--db", default=None, type=existing_file, help="database (default: the one shipped for this CPU)")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_dataset_stats)
 
@@ -576,8 +582,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--data", default=None, type=existing_file, help=".npz written by `loopcost dataset export`")
     t.add_argument("--store", nargs="?", const="", default=None, metavar="DB",
                    help="instead of --data: fine-tune on everything this machine measured into its store (default "
-                        "$LOOPCOST_CACHE_DIR/measurements.sqlite), from --init (default: the shipped model), into "
-                        "the model `optimize` then uses on this machine")
+                        "$LOOPCOST_CACHE_DIR/measurements.sqlite), from --init (default: the model shipped for this "
+                        "CPU), into the model `optimize` then uses on this machine")
     t.add_argument("--out", default=None, type=output_file, help="model file to write (and OUT.ckpt, OUT.card.json)")
     t.add_argument("--db", default=None, type=existing_file,
                    help="the database the data came from (for the model card)")
@@ -610,11 +616,13 @@ def parser() -> argparse.ArgumentParser:
     en.set_defaults(func=cmd_ensemble)
 
     e = sub.add_parser("evaluate", help="accuracy of a model on a split, next to baselines and the noise floor")
-    e.add_argument("--model", default=None, type=existing_file, help="model file (default: the shipped model)")
+    e.add_argument("--model", default=None, type=existing_file,
+                   help="model file (default: the one shipped for this CPU)")
     e.add_argument("--data", default=None, type=existing_file,
                    help=".npz from `loopcost dataset export` (default: the export of --db, made once)")
     e.add_argument("--db", default=None, type=existing_file,
-                   help="measurement database, for the data and the noise floor (default: the shipped dataset)")
+                   help="measurement database, for the data and the noise floor (default: the one shipped for "
+                        "this CPU)")
     e.add_argument("--plots", default=None, type=output_dir, metavar="DIR",
                    help="write scatter.png and errors.png into DIR")
     e.add_argument("--write-card", action="store_true", help="record this evaluation in the model's card")

@@ -5,7 +5,9 @@ A leaf module: it imports nothing of loopcost, so every layer may use it.
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 #: the data that ships inside the package: datasets, manifests, the trained model and its card
@@ -13,6 +15,42 @@ DATA = Path(__file__).resolve().parent / "data"
 SHIPPED_DATASET = DATA / "dataset.sqlite.xz"
 SHIPPED_MANIFEST = DATA / "dataset.manifest.json"
 SHIPPED_MODEL = DATA / "model.pt"
+#: a folder per CPU kind measured for the project (``machines/amd-epyc``): its dataset and manifest, and once
+#: trained on it, its model and card
+MACHINES = DATA / "machines"
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A shipped model with the dataset that trained it (packed) and that dataset's manifest."""
+
+    model: Path
+    dataset: Path
+    manifest: Path
+
+
+#: the model and dataset shipped for CPUs without their own (trained on an Intel Xeon)
+DEFAULT_SHIPPED = Shipped(SHIPPED_MODEL, SHIPPED_DATASET, SHIPPED_MANIFEST)
+
+
+def machine_dir(cpu: str) -> Path | None:
+    """The folder of ``MACHINES`` whose dataset manifest names the CPU ``cpu``, or None."""
+    if not MACHINES.is_dir():
+        return None
+    for d in sorted(MACHINES.iterdir()):
+        manifest = d / "dataset.manifest.json"
+        if manifest.exists() and any(m.get("cpu") == cpu for m in json.loads(manifest.read_text()).get("machine", [])):
+            return d
+    return None
+
+
+def shipped_for(cpu: str) -> Shipped:
+    """The model and dataset that ship for the CPU ``cpu`` (``database.fingerprint.cpu_model()``): its own
+    folder's where that holds a trained model, else ``DEFAULT_SHIPPED``."""
+    d = machine_dir(cpu)
+    if d is None or not (d / "model.pt").exists():
+        return DEFAULT_SHIPPED
+    return Shipped(d / "model.pt", d / "dataset.sqlite.xz", d / "dataset.manifest.json")
 
 
 def cache_root() -> Path:

@@ -12,6 +12,7 @@ from loopcost.costmodel.network import RecursiveLSTM
 from loopcost.costmodel.train import TrainConfig, train
 from loopcost.dataset.build import build
 from loopcost.dataset.tasks import BuildConfig
+from loopcost.errors import LoopcostError
 from loopcost.features import layout as L
 from loopcost.features.extract import FeatureLimitError, featurize
 from loopcost.ir.dsl import ProgramBuilder
@@ -266,6 +267,13 @@ def test_an_ensemble_predicts_the_geometric_mean_and_its_spread(tmp_path):
     torch.save({"config": nets[0].config, "state_dict": nets[0].state_dict(),  # the single-network format
                 "feature_version": L.VERSION}, tmp_path / "old.pt")
     assert np.allclose(CostModel.load(tmp_path / "old.pt").predict_trees(ts), singles[0], rtol=1e-5)
+    # a model of layout 3 (no packs) reads layout 4's vectors, which are its own wherever nothing is packed
+    for version in (3, 2):
+        torch.save({"config": nets[0].config, "state_dict": nets[0].state_dict(), "feature_version": version},
+                   tmp_path / f"v{version}.pt")
+    assert np.allclose(CostModel.load(tmp_path / "v3.pt").predict_trees(ts), singles[0], rtol=1e-5)
+    with pytest.raises(LoopcostError, match="trained on feature layout 2"):
+        CostModel.load(tmp_path / "v2.pt")
 
 
 def test_gradient_boosted_baseline_fits_flat_features():
@@ -318,3 +326,34 @@ def test_a_model_of_other_cpus_is_flagged_by_its_card(tmp_path):
         assert c["machine"] and all(m["cpu"] for m in c["machine"]), c.get("model")
     data_cpus = {m["cpu"] for m in json.loads(SHIPPED_MANIFEST.read_text())["machine"]}
     assert data_cpus and data_cpus <= shipped.card_cpus(SHIPPED_MODEL)
+
+
+def test_each_cpu_gets_the_model_and_dataset_shipped_for_it(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from loopcost import paths
+    from loopcost.costmodel import shipped
+
+    machines = tmp_path / "machines"
+    for name, cpu, model in (("fast-cpu", "Fast CPU", True), ("data-only", "Data CPU", False)):
+        d = machines / name
+        d.mkdir(parents=True)
+        (d / "dataset.manifest.json").write_text(json.dumps({"machine": [{"cpu": cpu, "cores": 2}]}))
+        if model:
+            shutil.copy(paths.SHIPPED_MODEL, d / "model.pt")
+            (d / "model.pt.card.json").write_text(json.dumps({"machine": [{"cpu": cpu}]}))
+    monkeypatch.setattr(paths, "MACHINES", machines)
+    own = paths.shipped_for("Fast CPU")
+    assert own == paths.Shipped(machines / "fast-cpu" / "model.pt", machines / "fast-cpu" / "dataset.sqlite.xz",
+                                machines / "fast-cpu" / "dataset.manifest.json")
+    # a CPU with data but no model yet, and an unknown CPU, get the default pair
+    assert paths.shipped_for("Data CPU") == paths.shipped_for("Other CPU") == paths.DEFAULT_SHIPPED
+    assert paths.machine_dir("Data CPU") == machines / "data-only" and paths.machine_dir("Other CPU") is None
+    # the search's default follows the CPU, and then says nothing of another machine
+    monkeypatch.setattr(shipped, "cpu_model", lambda: "Fast CPU")
+    _, path, warning = shipped.search_model(None)
+    assert path == own.model and warning is None
+    monkeypatch.setattr(shipped, "cpu_model", lambda: "Other CPU")
+    _, path, warning = shipped.search_model(None)
+    assert path == paths.SHIPPED_MODEL and "not of this Other CPU" in warning

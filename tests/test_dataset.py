@@ -325,8 +325,7 @@ def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):
                                               "p90_rel": s["noise_p90_rel"],
                                               "floor_mape_vs_label": s["noise_floor_mape"]})
     assert written["noise"]["pairs"] == m["schedules"] and written["noise"]["floor_mape_vs_label"] > 0
-    monkeypatch.setattr(shipped, "SHIPPED_DATASET", tmp_path / "out" / "dataset.sqlite.xz")
-    assert contents(shipped.shipped_db()) == contents(db)
+    assert contents(shipped.shipped_db(tmp_path / "out" / "dataset.sqlite.xz")) == contents(db)
 
 
 def test_the_same_program_drawn_twice_is_stored_twice(tmp_path):

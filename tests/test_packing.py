@@ -1,5 +1,6 @@
 """Packing ``K(B,L)``: the box a loop reads, the copy in the generated C, and what is refused."""
 
+import numpy as np
 import pytest
 
 from loopcost.codegen.c_source import kernel_c
@@ -92,3 +93,38 @@ def test_only_blocks_along_the_written_rows_keep_gcc_from_vectorizing_the_loop_a
     assert SLP not in kernel_c(ijk)  # nothing packed
     assert f"{SLP} static inline" not in kernel_c(Schedule.parse("K(B,i_1_r)").apply(ikj))
     assert SLP in kernel_c(Schedule.parse("K(B,i_1_r)").apply(ijk))
+
+
+def test_the_features_show_a_pack_as_a_copy_before_its_loop_whose_reads_read_the_copy():
+    import math
+
+    from loopcost.features import layout as L
+    from loopcost.features.extract import featurize
+
+    gemm = KERNELS["gemm"].program("small")
+    plain = featurize(Schedule.parse("T3(i,j,k,8,16,8)").apply(gemm))
+    packed = featurize(Schedule.parse("T3(i,j,k,8,16,8) K(B,i)").apply(gemm))
+    access = lambda vec, a, field: vec[L.MAX_DEPTH * L.LEVEL_SIZE + a * L.ACCESS_SIZE + L.ACCESS_INDEX[field]]  # noqa: E731
+    # one computation more (the copy), and its two loops over the 8 x 16 box
+    assert len(packed.comps) == len(plain.comps) + 1 and len(packed.loops) == len(plain.loops) + 2
+    copies = [v for v in packed.comps if access(v, 0, "buffer_is_temp")]
+    assert len(copies) == 1
+    copy = copies[0]
+    assert access(copy, 0, "is_write") and access(copy, 0, "log2_buffer_size") == math.log2(8 * 16)
+    assert access(copy, 1, "buffer_is_input") and access(copy, 0, "inner_stride_one") == 1
+    # under S1's three tile loops (S0 keeps a loop named i, not the one packed), then the box's two
+    extents = lambda vec: [vec[d * L.LEVEL_SIZE + L.LEVEL_INDEX["log2_extent"]] for d in range(6)]  # noqa: E731
+    assert extents(copy) == extents(packed.comps[-1])[:3] + [3, 4, 0]
+    assert len(packed.shape) == len(plain.shape) == 2  # S0's nest and S1's: the copy is inside S1's
+    # the update reads B (its third access: C, then A and B) from a temporary of the box's size
+    update = next(v for v in packed.comps if access(v, 2, "present") and not access(v, 0, "buffer_is_temp"))
+    before = next(v for v in plain.comps if access(v, 2, "present"))
+    assert access(before, 2, "buffer_is_input") and not access(before, 2, "buffer_is_temp")
+    assert access(update, 2, "buffer_is_temp") and access(update, 2, "log2_buffer_size") == math.log2(8 * 16)
+    # B[k][j] as gemm's innermost loop (k) steps: a row of B, a row of the copy; the rest of the vector is the same
+    row = gemm.buffer("B").shape[-1]
+    assert access(before, 2, "log2_inner_stride") == pytest.approx(math.log2(1 + row))
+    assert access(update, 2, "log2_inner_stride") == pytest.approx(math.log2(1 + 16)) and row != 16
+    differ = np.flatnonzero(update != before)
+    start = L.MAX_DEPTH * L.LEVEL_SIZE + 2 * L.ACCESS_SIZE
+    assert set(differ) <= set(range(start, start + len(L.ACCESS_FIELDS)))

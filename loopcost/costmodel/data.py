@@ -153,7 +153,7 @@ def load(path: str | Path) -> Dataset:
     if missing:
         raise LoopcostError(f"{path} is not a dataset exported by `loopcost dataset export` (it lacks "
                             f"{', '.join(missing)})")
-    if int(z["version"]) != layout.VERSION:
+    if int(z["version"]) not in layout.READS:
         raise LoopcostError(f"{path} holds features of layout {int(z['version'])}; this loopcost uses "
                             f"{layout.VERSION}: export the dataset again")
     shapes = json.loads(z["shapes"].tobytes())

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..database.fingerprint import cpu_model
 from ..database.store import Store
 from ..errors import LoopcostError
-from ..paths import SHIPPED_MODEL, card_path
+from ..paths import card_path, shipped_for
 from .baselines import GradientBoosted
 from .data import Dataset, load
 from .metrics import metrics, noise_ceiling, noise_floor_mape
@@ -26,7 +27,8 @@ def _noise_pairs(db: str | Path) -> list[tuple[float, float]]:
 def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Path | None = None, *,
              split: str = "test", gbt: bool = False, plots: str | Path | None = None, write_card: bool = False,
              manifest: str | Path | None = None) -> dict:
-    """Score the model at ``model_path`` (default: the shipped one) on ``split`` of the export ``data_path``.
+    """Score the model at ``model_path`` (default: the one shipped for this CPU) on ``split`` of the export
+    ``data_path``.
 
     Returns ``metrics``' keys with the split, model and data, ``baselines`` (a constant speedup of 1 and, with
     ``gbt``, gradient-boosted trees trained on the train split), and, given the measurement database ``db``,
@@ -40,7 +42,7 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
     data = whole.timed()
     if len(data) == 0:
         raise LoopcostError(f"{data_path} has no timed record in split {split!r}")
-    model_path = Path(model_path) if model_path else SHIPPED_MODEL
+    model_path = Path(model_path) if model_path else shipped_for(cpu_model()).model
     model = CostModel.load(model_path)
     predictions = {"model": model.predict_trees(data.trees)}
     baselines = {"speedup_1": metrics(np.ones(len(data)), data.speedup, data.program)}

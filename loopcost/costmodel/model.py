@@ -114,7 +114,7 @@ class CostModel:
         except Exception as e:  # noqa: BLE001 - whatever torch trips on, the file is not a model it can read
             raise LoopcostError(f"{path} is not a loopcost model (or it is damaged): "
                                 f"{first_line(e)}") from None
-        if not isinstance(blob, dict) or blob.get("feature_version") != layout.VERSION:
+        if not isinstance(blob, dict) or blob.get("feature_version") not in layout.READS:
             found = blob.get("feature_version") if isinstance(blob, dict) else None
             raise LoopcostError(f"{path} was trained on feature layout {found}; this loopcost computes layout "
                                 f"{layout.VERSION}: train it again" if found is not None else

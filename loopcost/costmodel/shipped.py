@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..database.fingerprint import cpu_model
 from ..errors import LoopcostError
-from ..paths import SHIPPED_MODEL, card_path
+from ..paths import card_path, shipped_for
 from .model import CostModel
 
 
@@ -40,10 +40,10 @@ def machine_warning(model_path: Path, cpu: str | None = None) -> str | None:
 def search_model(path: str | Path | None, machine: Path | None = None) -> tuple[CostModel, Path, str | None]:
     """The model at ``path``, its path, and ``machine_warning``'s note. By default: the model fine-tuned on
     this machine's measurements (``loopcost train --store``, at ``machine``) when its card names this CPU,
-    else the shipped one."""
+    else the one shipped for this CPU (``paths.shipped_for``)."""
     if not path and machine is not None and machine.exists() and cpu_model() in card_cpus(machine):
         return CostModel.load(machine), machine, f"note: using {machine}, fine-tuned on this machine's measurements"
-    path = Path(path) if path else SHIPPED_MODEL
+    path = Path(path) if path else shipped_for(cpu_model()).model
     if not path.exists():
         raise LoopcostError(f"no cost model at {path}: train one (`loopcost train`) and pass --model, "
                             "or use --search exec")

@@ -7,20 +7,23 @@ import lzma
 import shutil
 from pathlib import Path
 
+from ..database.fingerprint import cpu_model
 from ..errors import LoopcostError
-from ..paths import DATA, SHIPPED_DATASET, cache_root
+from ..paths import DATA, cache_root, shipped_for
 
 
-def shipped_db() -> Path:
-    """The shipped database, decompressed once into the cache."""
-    if not SHIPPED_DATASET.exists():
-        raise LoopcostError(f"no shipped dataset at {SHIPPED_DATASET}; give --db")
-    digest = hashlib.sha256(SHIPPED_DATASET.read_bytes()).hexdigest()[:16]
+def shipped_db(packed: Path | None = None) -> Path:
+    """A shipped database (``packed``, by default the one shipped for this machine's CPU: ``shipped_for``),
+    decompressed once into the cache."""
+    packed = packed or shipped_for(cpu_model()).dataset
+    if not packed.exists():
+        raise LoopcostError(f"no shipped dataset at {packed}; give --db")
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
     out = cache_root() / "shipped" / f"dataset-{digest}.sqlite"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")
-        with lzma.open(SHIPPED_DATASET) as src, open(tmp, "wb") as dst:
+        with lzma.open(packed) as src, open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst)
         tmp.replace(out)
     return out

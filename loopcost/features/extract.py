@@ -21,24 +21,19 @@ from fractions import Fraction
 import islpy as isl
 import numpy as np
 
-from ..errors import LoopcostError
 from ..ir.expr import BinOp, Call, Const, reads, walk
 from ..ir.polyhedral import domain_str, points
 from ..ir.program import Computation, Loop, Program
 from ..ir.state import LoopTag, ProgramState
 from . import layout as L
 from . import quasi
+from .layout import FeatureLimitError
+from .packs import with_packs
 
-_LF = {f: k for k, f in enumerate(L.LEVEL_FIELDS)}
-_AF = {f: k for k, f in enumerate(L.ACCESS_FIELDS)}
-_CF = {f: k for k, f in enumerate(L.COMP_FIELDS)}
+_LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
 #: element types the layout has no field of, read as the one it has (every integer type as int32)
 _FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32"}
 _BETAS = operator.attrgetter("betas")
-
-
-class FeatureLimitError(LoopcostError):
-    """A program exceeds a limit of the feature layout."""
 
 
 @dataclass(frozen=True)
@@ -228,6 +223,7 @@ class _Scheduled:
     vec: np.ndarray             # (COMP_SIZE,), read-only: shared by every tree that has this schedule
     real: tuple[int, ...]       # indices of the real levels among the schedule's levels
     names: tuple[str, ...]      # their loop names
+    step: np.ndarray | None     # the direction the innermost loop steps in (``_inner_step``)
 
 
 @functools.lru_cache(maxsize=16384)
@@ -243,7 +239,9 @@ def _scheduled(comp: _Comp, loops: tuple[str | None, ...], levels: tuple[str, ..
     if len(real) > L.MAX_DEPTH:
         raise FeatureLimitError(f"{comp.program}: computation {comp.name} has {len(real)} loop levels after "
                                 f"scheduling; the features allow {L.MAX_DEPTH}")
-    return _Scheduled(_vector(comp, tuple(read[k] for k in real)), real, tuple(loops[k] for k in real))
+    levels = tuple(read[k] for k in real)
+    return _Scheduled(_vector(comp, levels), real, tuple(loops[k] for k in real),
+                      _inner_step([coef for _, coef in levels], len(comp.index)))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -272,7 +270,7 @@ _TAG_FIELDS: dict[str, tuple[str, str | None]] = {
     "unroll": ("unroll", "log2_unroll_factor"), "tile": ("tile_loop", "log2_tile_size"),
     "tiled": ("tiled", "log2_tiled_size"), "interchanged": ("interchanged", None),
     "skewed": ("skewed", "skew_factor"), "reversed": ("reversed", None),
-    # layout 3 has no field of its own for a jammed loop: it is an unrolled one (fully, by its factor)
+    # the layout has no field of its own for a jammed loop: it is an unrolled one (fully, by its factor)
     "jam": ("unroll", "log2_unroll_factor"),
 }
 
@@ -281,7 +279,7 @@ def _tag_fields(tags: tuple[LoopTag, ...]) -> dict[str, list[tuple[int, float]]]
     """Per tagged loop name: the (level field, value) pairs its tags set, in tag order."""
     out: dict[str, list[tuple[int, float]]] = {}
     for t in tags:
-        if t.kind not in _TAG_FIELDS:  # layout 3 has no field for a packed buffer: the model does not see it
+        if t.kind not in _TAG_FIELDS:  # a pack has no level field: its copy and reads show it (``packs``)
             continue
         flag, field = _TAG_FIELDS[t.kind]
         entries = out.setdefault(t.loop, [])
@@ -379,11 +377,15 @@ def featurize(state: ProgramState) -> FeatureTree:
     """The feature tree of a scheduled program."""
     comps = _comps_of(state.program)
     tags = _tag_fields(state.tags)
-    vecs, paths = [], []
-    for cs in sorted(state.comps, key=_BETAS):
+    vecs, paths, steps = [], [], []
+    ordered = sorted(state.comps, key=_BETAS)
+    for cs in ordered:
         s = _scheduled(comps[cs.comp], cs.loops, cs.levels, "" if cs.levels else cs.loop_map)
         vecs.append(_tagged(s, tags) if tags else s.vec)
         paths.append(tuple((cs.betas[k], cs.loops[k]) for k in s.real))
+        steps.append(s.step)
+    if any(t.kind == "pack" for t in state.tags):
+        vecs, paths = with_packs(state, ordered, vecs, paths, steps)
     order, shape, loops = _tree(tuple(paths))
     stacked = np.stack([vecs[c] for c in order])
     levels = stacked[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(len(order), L.MAX_DEPTH, L.LEVEL_SIZE)

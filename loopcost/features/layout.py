@@ -14,14 +14,24 @@ A computation vector is the concatenation of
 - ``COMP_FIELDS``: operation counts, reduction, dtype, sizes.
 
 A loop vector is one level block of the first computation inside the loop.
-Bump ``VERSION`` whenever any of this changes: saved models record it.
+
+A pack (``K(B,L)``, see ``features.packs``) adds a computation of its own, the copy, and changes the reads
+of ``B`` inside ``L``: they read a temporary of the box's size.
+
+Bump ``VERSION`` whenever any of this changes: saved models and exports record it. ``READS`` lists the
+versions whose vectors are this one's on every schedule they could hold: models and exports of those load.
 """
 
 from __future__ import annotations
 
+from ..errors import LoopcostError
+
 #: 2: a level is read on its own (shared levels computed once); a tile of a tile has 1/(s1*s2) coefficients
 #: 3: each access's stride along the innermost loop after scheduling
-VERSION = 3
+#: 4: packs (the copy a computation of its own, the packed reads read a temporary)
+VERSION = 4
+#: layout 3 held no pack: on every schedule without one, its vectors are layout 4's
+READS = (3, 4)
 
 MAX_DEPTH = 12
 MAX_ITERS = 7
@@ -47,6 +57,14 @@ LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS
 ACCESS_SIZE = len(ACCESS_FIELDS) + MAX_RANK * (MAX_ITERS + 1)
 COMP_SIZE = MAX_DEPTH * LEVEL_SIZE + MAX_ACCESSES * ACCESS_SIZE + len(COMP_FIELDS)
 LOOP_SIZE = LEVEL_SIZE
+#: each field's position in its block
+LEVEL_INDEX = {f: k for k, f in enumerate(LEVEL_FIELDS)}
+ACCESS_INDEX = {f: k for k, f in enumerate(ACCESS_FIELDS)}
+COMP_INDEX = {f: k for k, f in enumerate(COMP_FIELDS)}
+
+
+class FeatureLimitError(LoopcostError):
+    """A program exceeds a limit of the feature layout."""
 
 
 def comp_field_names() -> list[str]:

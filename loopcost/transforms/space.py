@@ -19,17 +19,20 @@ from ..ir.state import CODE_TAGS, ProgramState
 from .base import Transformation
 from .fusion import Fuse, shared_depth
 from .jam import UnrollJam
+from .packing import Pack
 from .legality import carried, permutable
 from .reorder import Interchange, Reverse, Skew
 from .tags import Parallelize, Unroll, Vectorize
 from .tiling import Tile
 
-KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll", "jam")
+KINDS = ("fuse", "interchange", "skew", "reverse", "tile", "parallelize", "vectorize", "unroll", "jam", "pack")
 #: the order in which beam search (and the staged sampler) consider transformation kinds; an interchange
 #: after skewing makes wavefronts reachable (seidel-2d: ``S(i,j,2) I(i,j)`` runs 5.1x faster at bench size);
 #: two unroll-and-jams make a register block of two loops of a tile (gemm: ``J(i,8) J(j,16)``). Before the
 #: interchanges, on the order as written, the shipped model (which never saw ``J``) ranked jams so high that
-#: an adaptive search of gemm measured 57 of them in 64 (4.2x at best, against 13.6x for the rest)
+#: an adaptive search of gemm measured 57 of them in 64 (4.2x at best, against 13.6x for the rest). Packs are
+#: not among the stages: the random sampler and MCTS draw them, and the searches measure the packs of their
+#: register blocks (``search.blocks.packs``), as long as no model has learned them
 STAGES = ("fuse", "interchange", "interchange", "skew", "interchange", "reverse", "tile", "jam", "jam",
           "parallelize", "vectorize", "unroll")
 
@@ -104,6 +107,14 @@ def _skewable(state: ProgramState, pairs: list[tuple[str, str]]) -> list[tuple[s
     return [(a, b) for a, b in pairs if carries(a) or carries(b)]
 
 
+def _packable(state: ProgramState, loop: str) -> list[str]:
+    """The buffers that computations inside ``loop`` read, none writes and ``loop`` does not pack yet."""
+    comps = [state.program.computation(cs.comp) for cs in state.comps_with(loop)]
+    written = {c.target.buffer for c in comps}
+    read = dict.fromkeys(r.buffer for c in comps for r in c.reads())
+    return [b for b in read if b not in written and b not in state.packs(loop)]
+
+
 def _code_tagged(state: ProgramState, loop: str) -> bool:
     return any(t.loop == loop and t.kind in CODE_TAGS for t in state.tags)
 
@@ -147,6 +158,8 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
         out += [Unroll(lp, f) for lp in inner for f in opts.unroll_factors]
     if "jam" in kinds:
         out += [UnrollJam(lp, f) for lp in _outer(state) if not _code_tagged(state, lp) for f in opts.jam_factors]
+    if "pack" in kinds:
+        out += [Pack(b, lp) for lp in _outer(state) for b in _packable(state, lp)]
     return out
 
 
