@@ -626,7 +626,9 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--plots", default=None, type=output_dir, metavar="DIR",
                    help="write scatter.png and errors.png into DIR")
     e.add_argument("--write-card", action="store_true", help="record this evaluation in the model's card")
-    e.add_argument("--split", default="test", choices=["train", "val", "test"])
+    e.add_argument("--split", default="test", choices=["train", "val", "test", "all"],
+                   help="the records to score (default test; all: every one, for a set held out from training "
+                        "altogether, recorded in the card as out_of_sample)")
     e.add_argument("--json", action="store_true")
     e.add_argument("--gbt", action="store_true", help="also train and score the gradient-boosted baseline")
     e.set_defaults(func=cmd_evaluate)

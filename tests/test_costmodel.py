@@ -225,6 +225,15 @@ def test_export_train_resume_and_save(tmp_path, capsys):
     assert card["evaluation"]["censored"]["n"] == int(((data.split == 0) & data.censored).sum())
     for png in ("scatter.png", "errors.png"):
         assert (tmp_path / "plots" / png).read_bytes()[:4] == b"\x89PNG"
+    # a set held out from training altogether: every record scored, kept beside the split's evaluation
+    assert main(["evaluate", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "all.npz"), "--split",
+                 "all", "--write-card"]) == 0
+    again = json.loads((tmp_path / "m.pt.card.json").read_text())
+    assert again["evaluation"] == card["evaluation"] and again["out_of_sample"]["split"] == "all"
+    assert again["out_of_sample"]["n"] == int((~data.censored).sum())
+    assert main(["evaluate", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "all.npz"), "--split",
+                 "all", "--gbt"]) == 2
+    assert "--split all" in capsys.readouterr().err
     assert main(["train", "--data", str(tmp_path / "all.npz"), "--out", str(tmp_path / "e.pt"), "--epochs", "1",
                  "--batch-size", "16", "--threads", "1", "--ensemble", "2", "--rank-weight", "0.5",
                  "--arch", "transformer"]) == 0

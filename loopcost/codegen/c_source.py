@@ -232,6 +232,16 @@ class _Printer:
     def reads_under(self, node: isl.AstNode, buffer: str) -> bool:
         return any(r.buffer == buffer for c in self.statements_under(node) for r in self.comps[c].reads())
 
+    def box_in_scope(self, node: isl.AstNode, loop: str, buffer: str) -> bool:
+        """Whether the box of ``buffer`` that the statements under ``node`` read is a function of the iterators
+        in scope. Where isl knows that a loop around runs once, it may leave the loop out and its iterator
+        with it (a loop fused with a longer one: the copy's offsets would name an undeclared ``c5``); the
+        node is then printed without the copy, reading the buffer itself, as it may: the pack only moves data."""
+        box = read_box(self.state, loop, buffer, frozenset(self.statements_under(node)))
+        build = isl.AstBuild.from_context(box.context)
+        named = {it for pa in box.low + box.high for it in _ITERATOR.findall(_isl_c(build.expr_from_pw_aff(pa)))}
+        return named <= set(self.scope)
+
     def pack(self, node: isl.AstNode, depth: int, loop: str, buffers: list[str]) -> None:
         """Loop ``loop``'s node, after copying what it reads of each of ``buffers`` into a local array (its
         box in this run of the loop, offsets computed once), the reads inside it reading the copies."""
@@ -410,7 +420,7 @@ class _Printer:
         elif t == isl.ast_node_type.for_:
             loop = self.loop_of(node)
             buffers = [b for b in self.state.packs(loop) if (loop, b) not in self.packed
-                       and self.reads_under(node, b)] if loop else []
+                       and self.reads_under(node, b) and self.box_in_scope(node, loop, b)] if loop else []
             if buffers:
                 self.pack(node, depth, loop, buffers)
                 return

@@ -41,7 +41,8 @@ class Dataset:
             self.censored = np.zeros(len(self.speedup), bool)
 
     def subset(self, split: str) -> Dataset:
-        return self.select(np.nonzero(self.split == SPLITS.index(split))[0])
+        """The records of one split, or every record (``"all"``: a set held out from training altogether)."""
+        return self if split == "all" else self.select(np.nonzero(self.split == SPLITS.index(split))[0])
 
     def select(self, idx: np.ndarray) -> Dataset:
         """The records at ``idx``."""

@@ -34,8 +34,12 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
     ``gbt``, gradient-boosted trees trained on the train split), and, given the measurement database ``db``,
     ``noise_floor_mape`` and ``remeasurement`` (how a second measurement would score; else None). ``plots``:
     a folder to write scatter.png and errors.png into (their paths under ``plots``). ``write_card``: record the
-    evaluation in the model's card, with the dataset ``manifest`` (a file), if given and there.
+    evaluation in the model's card (under ``card_key(split)``), with the dataset ``manifest`` (a file), if
+    given and there. ``split`` ``all`` scores every record: a set never seen in training or selection.
     """
+    if gbt and split == "all":
+        raise LoopcostError("--gbt trains the baseline on the train split: it cannot be scored on every record "
+                            "(--split all); pick a split, or leave --gbt out")
     data_path = Path(data_path)
     everything = load(data_path)
     whole = everything.subset(split)
@@ -62,11 +66,18 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
         out["plots"] = [str(p) for p in save_plots(plots, data.speedup, predictions, f"({split} split)")]
     if write_card:
         card = dict(model.card)
-        card["evaluation"] = {k: v for k, v in out.items() if k != "plots"}
+        key = card_key(split)
+        card[key] = {k: v for k, v in out.items() if k != "plots"}
         if manifest and Path(manifest).exists():
-            card["evaluation"]["dataset_manifest"] = json.loads(Path(manifest).read_text())
+            card[key]["dataset_manifest"] = json.loads(Path(manifest).read_text())
         card_path(model_path).write_text(json.dumps(card, indent=2))
     return out
+
+
+def card_key(split: str) -> str:
+    """Where a card keeps an evaluation on ``split``: every record of a held-out set (``all``) under
+    ``out_of_sample``, a split under ``evaluation``."""
+    return "out_of_sample" if split == "all" else "evaluation"
 
 
 def _censored(model: CostModel, data: Dataset) -> dict:

@@ -19,8 +19,8 @@ from ..ir.state import CODE_TAGS, ProgramState
 from .base import Transformation
 from .fusion import Fuse, shared_depth
 from .jam import UnrollJam
-from .packing import Pack
 from .legality import carried, permutable
+from .packing import Pack
 from .reorder import Interchange, Reverse, Skew
 from .tags import Parallelize, Unroll, Vectorize
 from .tiling import Tile
