@@ -366,3 +366,24 @@ def test_each_cpu_gets_the_model_and_dataset_shipped_for_it(tmp_path, monkeypatc
     monkeypatch.setattr(shipped, "cpu_model", lambda: "Other CPU")
     _, path, warning = shipped.search_model(None)
     assert path == paths.SHIPPED_MODEL and "not of this Other CPU" in warning
+
+
+def test_every_shipped_machine_folder_is_found_by_its_cpu_and_its_model_learned_that_cpu():
+    import json
+
+    from loopcost import paths
+    from loopcost.costmodel.shipped import card_cpus
+
+    folders = [d for d in paths.MACHINES.iterdir() if d.is_dir()]
+    assert folders  # the AMD EPYC's dataset ships
+    for d in folders:
+        manifest = json.loads((d / "dataset.manifest.json").read_text())
+        cpus = {m["cpu"] for m in manifest["machine"]}
+        assert len(cpus) == 1 and (d / manifest["file"]).exists(), d  # one CPU kind a folder
+        cpu = cpus.pop()
+        assert paths.machine_dir(cpu) == d
+        if (d / "model.pt").exists():
+            assert cpu in card_cpus(d / "model.pt") and paths.shipped_for(cpu).model == d / "model.pt"
+        held = d / "heldout" / "dataset.manifest.json"  # a set never trained on: the same CPU, other programs
+        if held.exists():
+            assert {m["cpu"] for m in json.loads(held.read_text())["machine"]} == {cpu}

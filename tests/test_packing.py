@@ -131,3 +131,19 @@ def test_the_features_show_a_pack_as_a_copy_before_its_loop_whose_reads_read_the
     differ = np.flatnonzero(update != before)
     start = L.MAX_DEPTH * L.LEVEL_SIZE + 2 * L.ACCESS_SIZE
     assert set(differ) <= set(range(start, start + len(L.ACCESS_FIELDS)))
+
+
+def test_a_pack_copies_only_in_the_runs_that_read_it_when_fusion_lengthens_its_loop():
+    p = ProgramBuilder("short_then_long")
+    a, b = p.input("A", (8, 16)), p.output("B", (8, 16))
+    z, y = p.input("Z", (40, 40)), p.output("Y", (40, 40))
+    with p.loop("i", 0, 8) as i, p.loop("k", 0, 16) as k:
+        b[i, k] = a[i, k] * 2.0
+    with p.loop("q", 0, 40) as q, p.loop("r", 0, 40) as r:
+        y[q, r] = z[q, r] + 1.0
+    # before each run of k, row i of A; fused, i and k run 40 times, and A has 8 rows
+    state = Schedule.parse("K(A,k) F(S0,S1,2)").apply(p.build())
+    code = kernel_c(state)
+    assert "if (c1 <= 7)\n" in code and code.index("if (c1 <= 7)\n") < code.index("= A[lc_pack0_i0]")
+    m = LocalRunner().measure([state], timing=Timing(1, 0), labels=["fused"])[0]
+    assert m.verified, m.error

@@ -17,7 +17,7 @@ import islpy as isl
 from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read
 from ..ir.functions import SELECTS, c_function
-from ..ir.packing import read_box
+from ..ir.packing import read_box, runs
 from ..ir.polyhedral import domains
 from ..ir.program import DTYPES, INT_DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
@@ -232,15 +232,29 @@ class _Printer:
     def reads_under(self, node: isl.AstNode, buffer: str) -> bool:
         return any(r.buffer == buffer for c in self.statements_under(node) for r in self.comps[c].reads())
 
-    def box_in_scope(self, node: isl.AstNode, loop: str, buffer: str) -> bool:
-        """Whether the box of ``buffer`` that the statements under ``node`` read is a function of the iterators
-        in scope. Where isl knows that a loop around runs once, it may leave the loop out and its iterator
-        with it (a loop fused with a longer one: the copy's offsets would name an undeclared ``c5``); the
-        node is then printed without the copy, reading the buffer itself, as it may: the pack only moves data."""
-        box = read_box(self.state, loop, buffer, frozenset(self.statements_under(node)))
+    def copy_c(self, node: isl.AstNode, loop: str, buffer: str) -> tuple[tuple[int, ...], list[str], list[str],
+                                                                        str | None]:
+        """The copy of ``buffer`` that ``node`` (a run of ``loop``) reads: its extents, the C text of its low
+        and high ends, and the condition on the runs in which the statements under the node read it (None:
+        in every run; a loop fused with a longer one runs where they do not, and the box is not there)."""
+        under = frozenset(self.statements_under(node))
+        box = read_box(self.state, loop, buffer, under)
         build = isl.AstBuild.from_context(box.context)
-        named = {it for pa in box.low + box.high for it in _ITERATOR.findall(_isl_c(build.expr_from_pw_aff(pa)))}
-        return named <= set(self.scope)
+        low = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.low]
+        high = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.high]
+        every = runs(self.state, loop, under)
+        reading = box.context.gist(every)
+        guard = None if reading.plain_is_universe() else \
+            _isl_c(isl.AstBuild.from_context(every).expr_from_set(reading))
+        return box.extents, low, high, guard
+
+    def copy_in_scope(self, node: isl.AstNode, loop: str, buffer: str) -> bool:
+        """Whether the copy of ``buffer`` at ``node`` is a function of the iterators in scope. Where isl knows
+        that a loop around runs once, it may leave the loop out and its iterator with it (a loop fused with
+        a longer one: the copy's offsets would name an undeclared ``c5``); the node is then printed without
+        the copy, reading the buffer itself, as it may: the pack only moves data."""
+        _, low, high, guard = self.copy_c(node, loop, buffer)
+        return set(_ITERATOR.findall(" ".join(low + high + [guard or ""]))) <= set(self.scope)
 
     def pack(self, node: isl.AstNode, depth: int, loop: str, buffers: list[str]) -> None:
         """Loop ``loop``'s node, after copying what it reads of each of ``buffers`` into a local array (its
@@ -248,20 +262,21 @@ class _Printer:
         self.emit(depth, "{")
         outer = dict(self.packs)
         for buf in buffers:
-            box = read_box(self.state, loop, buf, frozenset(self.statements_under(node)))
-            build = isl.AstBuild.from_context(box.context)
+            extents, low, high, guard = self.copy_c(node, loop, buf)
             name = f"lc_pack{len(self.packed)}"
             self.copies += 1
-            offsets = tuple(f"{name}_o{d}" for d in range(len(box.extents)))
-            for o, lo in zip(offsets, box.low, strict=True):
-                self.emit(depth + 1, f"const int {o} = ({_isl_c(build.expr_from_pw_aff(lo))});")
-            self.emit(depth + 1, DTYPES[self.p.buffer(buf).dtype] + " " + name
-                      + "".join(f"[{e}]" for e in box.extents) + ";")
-            its = [f"{name}_i{d}" for d in range(len(box.extents))]
-            for d, (it, hi) in enumerate(zip(its, box.high, strict=True)):
-                self.emit(depth + 1 + d, f"for (int {it} = {offsets[d]}; {it} <= "
-                          f"({_isl_c(build.expr_from_pw_aff(hi))}); {it}++)")
-            self.emit(depth + 1 + len(its), name + "".join(f"[{it} - {o}]" for it, o in zip(its, offsets, strict=True))
+            offsets = tuple(f"{name}_o{d}" for d in range(len(extents)))
+            for o, lo in zip(offsets, low, strict=True):
+                self.emit(depth + 1, f"const int {o} = ({lo});")
+            self.emit(depth + 1, DTYPES[self.p.buffer(buf).dtype] + " " + name + "".join(f"[{e}]" for e in extents)
+                      + ";")
+            at = depth + 1 if guard is None else depth + 2
+            if guard is not None:  # the offsets are those of a run that reads: computed, not used, in the others
+                self.emit(depth + 1, f"if ({guard})")
+            its = [f"{name}_i{d}" for d in range(len(extents))]
+            for d, (it, hi) in enumerate(zip(its, high, strict=True)):
+                self.emit(at + d, f"for (int {it} = {offsets[d]}; {it} <= ({hi}); {it}++)")
+            self.emit(at + len(its), name + "".join(f"[{it} - {o}]" for it, o in zip(its, offsets, strict=True))
                       + f" = {buf}" + "".join(f"[{it}]" for it in its) + ";")
             self.packs[buf] = (name, offsets)
             self.packed.add((loop, buf))
@@ -420,7 +435,7 @@ class _Printer:
         elif t == isl.ast_node_type.for_:
             loop = self.loop_of(node)
             buffers = [b for b in self.state.packs(loop) if (loop, b) not in self.packed
-                       and self.reads_under(node, b) and self.box_in_scope(node, loop, b)] if loop else []
+                       and self.reads_under(node, b) and self.copy_in_scope(node, loop, b)] if loop else []
             if buffers:
                 self.pack(node, depth, loop, buffers)
                 return

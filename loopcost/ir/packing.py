@@ -16,7 +16,7 @@ import islpy as isl
 
 from ..errors import ScheduleError
 from .polyhedral import access_map, domain_str
-from .state import ProgramState
+from .state import CompSchedule, ProgramState
 
 #: bytes a pack may hold: it lives on the stack of the thread that runs the loop
 PACK_BYTES = 512 << 10
@@ -44,23 +44,17 @@ def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] |
     of its runs; raises ScheduleError when nothing there reads it or the box is not bounded."""
     p = state.program
     loops_of = {c.name: loops for c, loops in p.walk_computations()}
-    comps = [cs for cs in state.comps_with(loop) if only is None or cs.comp in only]
-    n = 2 * comps[0].level_of(loop) + 1  # the time dimensions before the loop's
     region = None
-    for cs in comps:
+    parts = _before(state, loop, only)
+    for cs, before, _ in parts:
         c = p.computation(cs.comp)
-        time = cs.time_map().intersect_domain(isl.Set(domain_str(c, loops_of[c.name])))
-        before = time.project_out(isl.dim_type.out, n, time.dim(isl.dim_type.out) - n)
         for r in c.reads():
             if r.buffer == buffer:
                 m = before.reverse().apply_range(access_map(c, loops_of[c.name], r))
                 region = m if region is None else region.union(m)
     if region is None:
         raise ScheduleError(f"nothing inside loop {loop!r} reads {buffer!r}")
-    fixed = region.move_dims(isl.dim_type.param, 0, isl.dim_type.in_, 0, n)
-    for k in range(n):
-        fixed = fixed.set_dim_name(isl.dim_type.param, k, f"c{k}")
-    box = fixed.range().coalesce()
+    box = _as_params(region, parts[0][2]).range().coalesce()
     context = box.params()
     low, high, extents = [], [], []
     for d in range(box.dim(isl.dim_type.set)):
@@ -72,6 +66,43 @@ def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] |
         high.append(hi)
         extents.append(most.to_python() + 1)
     return Box(tuple(low), tuple(high), tuple(extents), context)
+
+
+def _before(state: ProgramState, loop: str, only: frozenset[str] | None) -> list[tuple[CompSchedule, isl.Map, int]]:
+    """Per computation inside ``loop`` (those named in ``only``): the map from its instances to the time
+    dimensions before the loop's, and how many those are."""
+    p = state.program
+    loops_of = {c.name: loops for c, loops in p.walk_computations()}
+    out = []
+    for cs in state.comps_with(loop):
+        if only is not None and cs.comp not in only:
+            continue
+        n = 2 * cs.level_of(loop) + 1
+        c = p.computation(cs.comp)
+        time = cs.time_map().intersect_domain(isl.Set(domain_str(c, loops_of[c.name])))
+        out.append((cs, time.project_out(isl.dim_type.out, n, time.dim(isl.dim_type.out) - n), n))
+    return out
+
+
+def _as_params(m: isl.Map, n: int) -> isl.Map:
+    """``m`` with its ``n`` input dimensions (time dimensions) moved to parameters named ``c0 ..``."""
+    fixed = m.move_dims(isl.dim_type.param, 0, isl.dim_type.in_, 0, n)
+    for k in range(n):
+        fixed = fixed.set_dim_name(isl.dim_type.param, k, f"c{k}")
+    return fixed
+
+
+def runs(state: ProgramState, loop: str, only: frozenset[str] | None = None) -> isl.Set:
+    """The runs of ``loop`` in which the computations inside it (those named in ``only``) run: values of the
+    time dimensions before the loop's, as parameters ``c0 ..`` (a ``Box``'s ``context`` is those in which
+    they read its buffer)."""
+    out = None
+    for _, before, n in _before(state, loop, only):
+        s = _as_params(before.reverse(), n).range().params()
+        out = s if out is None else out.union(s)
+    if out is None:
+        raise ScheduleError(f"no computation inside loop {loop!r}")
+    return out.coalesce()
 
 
 def pack_bytes(state: ProgramState, box: Box, buffer: str) -> int:
