@@ -9,6 +9,7 @@ constants: the most any run reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 
@@ -44,17 +45,17 @@ def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] |
     of its runs; raises ScheduleError when nothing there reads it or the box is not bounded."""
     p = state.program
     loops_of = {c.name: loops for c, loops in p.walk_computations()}
-    region = None
-    parts = _before(state, loop, only)
-    for cs, before, _ in parts:
+    readers = _inside(state, loop, only, lambda cs: any(r.buffer == buffer for r in p.computation(cs.comp).reads()))
+    if not readers:
+        raise ScheduleError(f"nothing inside loop {loop!r} reads {buffer!r}")
+    region, n = None, 2 * readers[0].level_of(loop) + 1
+    for cs, before in _before(state, loop, readers):
         c = p.computation(cs.comp)
         for r in c.reads():
             if r.buffer == buffer:
                 m = before.reverse().apply_range(access_map(c, loops_of[c.name], r))
                 region = m if region is None else region.union(m)
-    if region is None:
-        raise ScheduleError(f"nothing inside loop {loop!r} reads {buffer!r}")
-    box = _as_params(region, parts[0][2]).range().coalesce()
+    box = _as_params(region, n).range().coalesce()
     context = box.params()
     low, high, extents = [], [], []
     for d in range(box.dim(isl.dim_type.set)):
@@ -68,19 +69,25 @@ def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] |
     return Box(tuple(low), tuple(high), tuple(extents), context)
 
 
-def _before(state: ProgramState, loop: str, only: frozenset[str] | None) -> list[tuple[CompSchedule, isl.Map, int]]:
-    """Per computation inside ``loop`` (those named in ``only``): the map from its instances to the time
-    dimensions before the loop's, and how many those are."""
-    p = state.program
-    loops_of = {c.name: loops for c, loops in p.walk_computations()}
+def _inside(state: ProgramState, loop: str, only: frozenset[str] | None,
+            keep: Callable[[CompSchedule], bool] = lambda cs: True) -> list[CompSchedule]:
+    """The computations inside ``loop`` (those named in ``only``, and that ``keep`` keeps). A name may stand
+    for loops at different levels (gemm's S0 keeps its ``i`` when S1's is tiled): those at the level of the
+    first are kept."""
+    comps = [cs for cs in state.comps_with(loop) if (only is None or cs.comp in only) and keep(cs)]
+    return [cs for cs in comps if cs.level_of(loop) == comps[0].level_of(loop)] if comps else []
+
+
+def _before(state: ProgramState, loop: str, comps: list[CompSchedule]) -> list[tuple[CompSchedule, isl.Map]]:
+    """Per computation of ``comps`` (inside ``loop``, at one level): the map from its instances to the time
+    dimensions before the loop's."""
+    loops_of = {c.name: loops for c, loops in state.program.walk_computations()}
     out = []
-    for cs in state.comps_with(loop):
-        if only is not None and cs.comp not in only:
-            continue
+    for cs in comps:
         n = 2 * cs.level_of(loop) + 1
-        c = p.computation(cs.comp)
+        c = state.program.computation(cs.comp)
         time = cs.time_map().intersect_domain(isl.Set(domain_str(c, loops_of[c.name])))
-        out.append((cs, time.project_out(isl.dim_type.out, n, time.dim(isl.dim_type.out) - n), n))
+        out.append((cs, time.project_out(isl.dim_type.out, n, time.dim(isl.dim_type.out) - n)))
     return out
 
 
@@ -96,12 +103,13 @@ def runs(state: ProgramState, loop: str, only: frozenset[str] | None = None) -> 
     """The runs of ``loop`` in which the computations inside it (those named in ``only``) run: values of the
     time dimensions before the loop's, as parameters ``c0 ..`` (a ``Box``'s ``context`` is those in which
     they read its buffer)."""
-    out = None
-    for _, before, n in _before(state, loop, only):
-        s = _as_params(before.reverse(), n).range().params()
-        out = s if out is None else out.union(s)
-    if out is None:
+    comps = _inside(state, loop, only)
+    if not comps:
         raise ScheduleError(f"no computation inside loop {loop!r}")
+    out = None
+    for _, before in _before(state, loop, comps):
+        s = _as_params(before.reverse(), 2 * comps[0].level_of(loop) + 1).range().params()
+        out = s if out is None else out.union(s)
     return out.coalesce()
 
 
