@@ -389,3 +389,23 @@ def test_slow_labels_are_rechecked_and_the_faster_measurement_wins(tmp_path, mon
     assert sorted(a for a, _ in effective) == pytest.approx(sorted(max(a, b) for a, b in pairs))
     store.close()
     assert dataset_stats(str(db))["rechecked"] == len(pairs)
+
+
+def test_a_bug_met_on_one_program_is_reported_and_the_build_goes_on(tmp_path, monkeypatch):
+    from loopcost.dataset import tasks
+
+    drawn = tasks.random_schedules
+
+    def broken_on_program_1(program, *args, **kwargs):
+        if program.name.endswith("_1"):
+            raise ValueError("call to isl_map_move_dims failed")
+        return drawn(program, *args, **kwargs)
+
+    monkeypatch.setattr(tasks, "random_schedules", broken_on_program_1)
+    db = tmp_path / "d.db"
+    cfg = BuildConfig(seed=3, schedules=2, generator=TINY)
+    s = build(str(db), programs=3, cfg=cfg, workers=1, progress=False)
+    assert s["programs"] == 2 and s["errors"] == ["program 1: internal error: ValueError: call to isl_map_move_dims "
+                                                  "failed"]
+    monkeypatch.setattr(tasks, "random_schedules", drawn)  # fixed: a resume measures the program it left out
+    assert build(str(db), programs=3, cfg=cfg, workers=1, progress=False)["programs"] == 1

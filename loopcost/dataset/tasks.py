@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..codegen.compiler import Toolchain
 from ..database.fingerprint import fingerprint, machine_info
 from ..database.store import Row
-from ..errors import LoopcostError
+from ..errors import LoopcostError, first_line
 from ..generator.programs import GeneratorOptions, random_program
 from ..generator.schedules import STAGED_SHARE, random_schedules
 from ..ir.program import Program
@@ -99,12 +99,17 @@ def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
         program = random_program(random.Random(f"{cfg.seed}:{idx}"), f"r{cfg.seed}_{idx}", cfg.generator)
     except RuntimeError as e:
         return BatchResult(idx, None, None, fp, info, (), [], {}, f"generator: {e}")
-    drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"), cfg.space,
-                             staged_share=cfg.staged_share)
-    schedules = [Schedule()] + [s for s, _ in drawn]
-    states = [ProgramState.initial(program)] + [st for _, st in drawn]
-    t_gen = time.perf_counter() - t0
-    base, rows, secs = _measure(schedules, states, cfg)  # a compile error of generated code comes back as data
+    try:
+        drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"), cfg.space,
+                                 staged_share=cfg.staged_share)
+        schedules = [Schedule()] + [s for s, _ in drawn]
+        states = [ProgramState.initial(program)] + [st for _, st in drawn]
+        t_gen = time.perf_counter() - t0
+        base, rows, secs = _measure(schedules, states, cfg)  # a compile error of generated code comes back as data
+    except Exception as e:  # noqa: BLE001 - a bug met on one program must not stop a build of thousands
+        # reported in the build's errors and not stored: a resume (after the fix) measures the program again
+        return BatchResult(idx, None, None, fp, info, (), [], {}, f"internal error: {type(e).__name__}: "
+                                                                   f"{first_line(e)}")
     return BatchResult(idx, program.to_json(), program.content_hash(), fp, info, base, rows,
                        {"generate": t_gen, **secs})
 
