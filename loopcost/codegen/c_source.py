@@ -248,21 +248,28 @@ class _Printer:
             _isl_c(isl.AstBuild.from_context(every).expr_from_set(reading))
         return box.extents, low, high, guard
 
-    def copy_in_scope(self, node: isl.AstNode, loop: str, buffer: str) -> bool:
-        """Whether the copy of ``buffer`` at ``node`` is a function of the iterators in scope. Where isl knows
-        that a loop around runs once, it may leave the loop out and its iterator with it (a loop fused with
-        a longer one: the copy's offsets would name an undeclared ``c5``); the node is then printed without
-        the copy, reading the buffer itself, as it may: the pack only moves data."""
-        _, low, high, guard = self.copy_c(node, loop, buffer)
-        return set(_ITERATOR.findall(" ".join(low + high + [guard or ""]))) <= set(self.scope)
+    def copies_in_scope(self, node: isl.AstNode, loop: str) -> dict[str, tuple]:
+        """``copy_c`` of each buffer that ``loop`` packs and the statements under ``node`` read, where it is a
+        function of the iterators in scope. Where isl knows that a loop around runs once, it may leave the
+        loop out and its iterator with it (a loop fused with a longer one: the copy's offsets would name an
+        undeclared ``c5``); the node then reads that buffer itself, as it may: the pack only moves data."""
+        out = {}
+        for b in self.state.packs(loop):
+            if (loop, b) in self.packed or not self.reads_under(node, b):
+                continue
+            copy = self.copy_c(node, loop, b)
+            _, low, high, guard = copy
+            if set(_ITERATOR.findall(" ".join(low + high + [guard or ""]))) <= set(self.scope):
+                out[b] = copy
+        return out
 
-    def pack(self, node: isl.AstNode, depth: int, loop: str, buffers: list[str]) -> None:
-        """Loop ``loop``'s node, after copying what it reads of each of ``buffers`` into a local array (its
-        box in this run of the loop, offsets computed once), the reads inside it reading the copies."""
+    def pack(self, node: isl.AstNode, depth: int, loop: str, copies: dict[str, tuple]) -> None:
+        """Loop ``loop``'s node, after copying what it reads of each buffer of ``copies`` (``copy_c``) into a
+        local array (its box in this run of the loop, offsets computed once), the reads inside it reading
+        the copies."""
         self.emit(depth, "{")
         outer = dict(self.packs)
-        for buf in buffers:
-            extents, low, high, guard = self.copy_c(node, loop, buf)
+        for buf, (extents, low, high, guard) in copies.items():
             name = f"lc_pack{len(self.packed)}"
             self.copies += 1
             offsets = tuple(f"{name}_o{d}" for d in range(len(extents)))
@@ -282,7 +289,7 @@ class _Printer:
             self.packed.add((loop, buf))
         self.node(node, depth + 1)
         self.packs = outer
-        self.packed -= {(loop, buf) for buf in buffers}
+        self.packed -= {(loop, buf) for buf in copies}
         self.emit(depth, "}")
 
     def jam_factor(self, node: isl.AstNode) -> int | None:
@@ -434,10 +441,9 @@ class _Printer:
                 self.node(kids.get_at(k), depth)
         elif t == isl.ast_node_type.for_:
             loop = self.loop_of(node)
-            buffers = [b for b in self.state.packs(loop) if (loop, b) not in self.packed
-                       and self.reads_under(node, b) and self.copy_in_scope(node, loop, b)] if loop else []
-            if buffers:
-                self.pack(node, depth, loop, buffers)
+            packed = self.copies_in_scope(node, loop) if loop else {}
+            if packed:
+                self.pack(node, depth, loop, packed)
                 return
             it = node.for_get_iterator().get_id().get_name()
             init = _isl_c(node.for_get_init())

@@ -31,8 +31,6 @@ from .layout import FeatureLimitError
 from .packs import with_packs
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
-#: element types the layout has no field of, read as the one it has (every integer type as int32)
-_FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32"}
 _BETAS = operator.attrgetter("betas")
 
 
@@ -114,7 +112,7 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int, np.
         f[_CF["reduction_add"]] = c.reduction == "+"
         f[_CF["reduction_mul"]] = c.reduction == "*"
         dtype = p.buffer(c.target.buffer).dtype
-        f[_CF[_FEATURE_DTYPE.get(dtype, dtype)]] = 1
+        f[_CF[L.FEATURE_DTYPE.get(dtype, dtype)]] = 1
         f[_CF["n_iters"]] = len(iters)
         f[_CF["log2_points"]] = _log2(points(domain_str(c, loops)))
         out[c.name] = (acc, f, len(iters), address)

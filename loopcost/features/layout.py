@@ -57,6 +57,8 @@ LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS
 ACCESS_SIZE = len(ACCESS_FIELDS) + MAX_RANK * (MAX_ITERS + 1)
 COMP_SIZE = MAX_DEPTH * LEVEL_SIZE + MAX_ACCESSES * ACCESS_SIZE + len(COMP_FIELDS)
 LOOP_SIZE = LEVEL_SIZE
+#: element types without a field of their own, read as one that has (every integer type as int32)
+FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32"}
 #: each field's position in its block
 LEVEL_INDEX = {f: k for k, f in enumerate(LEVEL_FIELDS)}
 ACCESS_INDEX = {f: k for k, f in enumerate(ACCESS_FIELDS)}

@@ -88,9 +88,8 @@ def _copy(outer: np.ndarray, tag: LoopTag, state: ProgramState, extents: tuple[i
         for d in range(rank):  # copy[i0][i1]..., read from B at the box's offset plus the same indices
             row[len(L.ACCESS_FIELDS) + d * (L.MAX_ITERS + 1) + d] = 1
     fields = vec[len(vec) - len(L.COMP_FIELDS):]
-    dtype = buffer.dtype if buffer.dtype in ("float32", "float64") else "int32"  # the layout's dtype fields
     fields[_CF["n_reads"]] = 1
-    fields[_CF[dtype]] = 1
+    fields[_CF[L.FEATURE_DTYPE.get(buffer.dtype, buffer.dtype)]] = 1
     fields[_CF["n_levels"]] = depth
     fields[_CF["n_iters"]] = rank
     fields[_CF["log2_points"]] = runs + math.log2(math.prod(extents))
