@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -127,3 +128,28 @@ def test_limits_stop_a_harness_that_allocates_writes_or_spins_without_end(tmp_pa
     assert spun[0].error == "limit: more than 1 s of CPU time"
     # the defaults leave a real harness alone
     assert Limits.for_run(10).address_space > 1 << 30 and Limits.for_run(10).cpu_seconds >= 10
+
+
+def _take_machine_lock(out: str) -> None:
+    from loopcost.runner.process import machine_lock
+
+    with machine_lock():
+        with open(out, "w") as f:
+            f.write(repr(time.time()))
+
+
+def test_a_timed_run_waits_until_no_compiler_or_generator_runs_beside_it(tmp_path, monkeypatch):
+    import multiprocessing
+
+    from loopcost.runner.process import machine_busy
+
+    monkeypatch.setenv("LOOPCOST_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "acquired"
+    with machine_busy(), machine_busy():  # two busy holders share the machine with each other
+        child = multiprocessing.get_context("spawn").Process(target=_take_machine_lock, args=(str(out),))
+        child.start()
+        time.sleep(1.0)
+        released = time.time()
+        assert not out.exists()
+    child.join(30)
+    assert child.exitcode == 0 and float(out.read_text()) >= released

@@ -3,8 +3,9 @@
 Work is a stream of tasks, one program each (see ``tasks.py``), run by a local
 process pool or a Dask cluster through the same ``concurrent.futures`` interface
 (``loopcost.runner.dask.executor``); each task measures through a ``LocalRunner`` on its worker.
-Workers compile in parallel; the machine-wide lock lets one measurement run
-at a time on each machine. Results are written, one transaction per program,
+Workers generate and compile in parallel, but never beside a timed run: the
+machine-wide lock lets one measurement run at a time on each machine, alone
+(``runner.process.machine_busy``). Results are written, one transaction per program,
 by this process only. Killed at any moment, a build resumes where it stopped.
 """
 

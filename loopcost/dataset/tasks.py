@@ -20,6 +20,7 @@ from ..ir.program import Program
 from ..ir.state import ProgramState
 from ..runner import Timing
 from ..runner.local import harnesses, measure_built
+from ..runner.process import machine_busy
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions
 
@@ -79,7 +80,8 @@ def _measure(schedules: list[Schedule], states: list[ProgramState],
     seconds spent printing the C (``codegen``), compiling it, running the harness (``run``: the timed runs,
     ``timed``, and the rest: checks, resets, inputs, waiting for the machine) and checking the verdicts."""
     t0 = time.perf_counter()
-    [harness] = harnesses(states, None, cfg.toolchain, len(states))
+    with machine_busy():
+        [harness] = harnesses(states, None, cfg.toolchain, len(states))
     codegen = time.perf_counter() - t0
     ms = measure_built(harness, timing=cfg.timing, seed=cfg.seed, timeout=cfg.timeout,
                        compile_timeout=cfg.compile_timeout)
@@ -96,12 +98,14 @@ def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
     fp = fingerprint(info)
     t0 = time.perf_counter()
     try:
-        program = random_program(random.Random(f"{cfg.seed}:{idx}"), f"r{cfg.seed}_{idx}", cfg.generator)
+        with machine_busy():
+            program = random_program(random.Random(f"{cfg.seed}:{idx}"), f"r{cfg.seed}_{idx}", cfg.generator)
     except RuntimeError as e:
         return BatchResult(idx, None, None, fp, info, (), [], {}, f"generator: {e}")
     try:
-        drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"), cfg.space,
-                                 staged_share=cfg.staged_share)
+        with machine_busy():
+            drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"),
+                                     cfg.space, staged_share=cfg.staged_share)
         schedules = [Schedule()] + [s for s, _ in drawn]
         states = [ProgramState.initial(program)] + [st for _, st in drawn]
         t_gen = time.perf_counter() - t0
@@ -119,6 +123,7 @@ def remeasure(cfg: BuildConfig, program_json: dict, schedule_texts: list[str]) -
     info = machine_info(cfg.toolchain.describe())
     program = Program.from_json(program_json)
     schedules = [Schedule.parse(t) for t in schedule_texts]
-    states = [s.apply(program) for s in schedules]
+    with machine_busy():
+        states = [s.apply(program) for s in schedules]
     base, rows, secs = _measure(schedules, states, cfg)
     return BatchResult(-1, program_json, program.content_hash(), fingerprint(info), info, base, rows, secs)

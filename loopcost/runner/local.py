@@ -15,7 +15,7 @@ from ..database.fingerprint import fingerprint, machine_info
 from ..errors import CompileError, CompileTimeout
 from ..ir.state import ProgramState
 from .measurement import Measurement
-from .process import Timing, run_variants
+from .process import Timing, machine_busy, run_variants
 from .verify import Verdict, verdict
 
 
@@ -48,7 +48,8 @@ def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float
     labels = harness.labels[1:]
     t0 = time.perf_counter()
     try:
-        exe = compile_units(harness.units, cache=harness.cache, timeout=compile_timeout)
+        with machine_busy():
+            exe = compile_units(harness.units, cache=harness.cache, timeout=compile_timeout)
     except CompileError as e:  # generated code that does not compile is a loopcost bug: kept as data
         return [Measurement(label, error=f"build: {e}"[:4000], fingerprint=fp, machine=info) for label in labels]
     except CompileTimeout as e:

@@ -18,16 +18,37 @@ from .result import RunResult
 
 
 @contextlib.contextmanager
-def machine_lock():
-    """Hold the machine-wide measurement lock, so no two timed runs overlap."""
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / "measure.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+def _flock(path: Path, mode: int):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, mode)
         try:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def machine_lock():
+    """Hold the machine-wide measurement lock: no other timed run, and no work under ``machine_busy``
+    (a compiler, a program generator), runs beside this one's timed runs. A timed run waiting for the lock
+    holds the turnstile, so new busy work waits behind it and cannot starve it."""
+    root = cache_root()
+    with _flock(root / "measure.turnstile", fcntl.LOCK_EX), _flock(root / "measure.lock", fcntl.LOCK_EX):
+        yield
+
+
+@contextlib.contextmanager
+def machine_busy():
+    """Mark heavy work of this process (compiling, generating programs) that must not run beside a timed
+    run: any number of busy holders run together, never while ``machine_lock`` is held. On 2 cores, a
+    compiler beside a timed run tripled the labels' noise (median 2.6% to 8.0%; parallel schedules 4% to
+    23%: ``bench/BUILD-amd.md``)."""
+    root = cache_root()
+    with _flock(root / "measure.turnstile", fcntl.LOCK_EX):
+        pass
+    with _flock(root / "measure.lock", fcntl.LOCK_SH):
+        yield
 
 
 @dataclass(frozen=True)
