@@ -75,6 +75,17 @@ def censor_factor(text: str) -> float:
     return value
 
 
+def seed_list(text: str) -> list[int]:
+    """An argparse type: comma-separated seeds (integers)."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 2,3,5, got {text}") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError("expected at least one seed")
+    return seeds
+
+
 def existing_file(text: str) -> str:
     """An argparse type: the name of a file that exists."""
     path = Path(text)
@@ -251,7 +262,7 @@ def cmd_dataset_export(a: argparse.Namespace) -> int:
     from .costmodel.data import export
     from .dataset.shipped import export_bar
 
-    info = export(a.db, a.out, export_bar(not a.no_progress))
+    info = export(a.db, a.out, export_bar(not a.no_progress), a.seeds)
     skipped = info["skipped_over_limits"]
     print(f"wrote {info['records']} records of {info['programs']} programs to {a.out}"
           + (f" ({skipped} beyond the feature limits skipped)" if skipped else ""))
@@ -555,6 +566,9 @@ def parser() -> argparse.ArgumentParser:
     ex = dsub.add_parser("export", help="featurize a database into the training format (.npz)")
     ex.add_argument("--db", required=True, type=existing_file)
     ex.add_argument("--out", required=True, type=output_file)
+    ex.add_argument("--seeds", type=seed_list, default=None, metavar="S,S,...",
+                    help="only the programs of the builds of these seeds (default: all; `dataset stats` gives "
+                         "each build's noise)")
     ex.add_argument("--no-progress", action="store_true")
     ex.set_defaults(func=cmd_dataset_export)
     pk = dsub.add_parser("pack", help="compress a database with a manifest (the shipped dataset's form)")

@@ -296,6 +296,36 @@ def test_stats_and_noise(tmp_path):
         assert key in out
 
 
+def test_noise_is_reported_and_records_exported_per_build(tmp_path):
+    from loopcost.costmodel.data import export, load
+
+    db = tmp_path / "b.db"
+    for seed in (9, 10):
+        build(str(db), programs=2, cfg=BuildConfig(seed=seed, schedules=4, generator=TINY), workers=1,
+              progress=False, noise_fraction=0.6)
+    con = sqlite3.connect(db)
+    by_seed: dict[int, list[float]] = {}
+    for seed, a, b in con.execute(
+            "SELECT p.seed, a.speedup, b.speedup FROM measurements a JOIN measurements b ON a.schedule = b.schedule "
+            "JOIN schedules s ON s.id = a.schedule JOIN programs p ON p.id = s.program WHERE a.kind = 'label' "
+            "AND b.kind = 'noise' AND a.verified AND b.verified AND NOT a.censored AND NOT b.censored"):
+        by_seed.setdefault(seed, []).append(abs(b - a) / a)
+    con.close()
+    s = dataset_stats(str(db))
+    assert set(s["noise_by_build"]) == {f"build:{k}" for k in by_seed} and by_seed
+    for seed, rel in by_seed.items():
+        got = s["noise_by_build"][f"build:{seed}"]
+        assert got["pairs"] == len(rel) and got["median_rel"] == pytest.approx(np.median(rel))
+    info = export(str(db), str(tmp_path / "ten.npz"), seeds=[10])
+    data = load(str(tmp_path / "ten.npz"))
+    con = sqlite3.connect(db)
+    tens = {i for i, in con.execute("SELECT id FROM programs WHERE seed = 10")}
+    con.close()
+    assert info["programs"] == 2 and set(data.programs) == tens and len(tens) == 2
+    with pytest.raises(LoopcostError, match="seeds 11"):
+        export(str(db), str(tmp_path / "none.npz"), seeds=[11])
+
+
 def test_a_simulated_remeasurement_scores_what_the_noise_allows():
     import numpy as np
 

@@ -9,7 +9,7 @@ and splits. Loading it needs only NumPy.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,13 +79,15 @@ def _featurized(rows: Iterable[tuple], program_json: Callable, progress=None, to
     return out
 
 
-def export(db: str, path: str, progress=None) -> dict:
-    """Featurize every verified label of ``db`` (a dataset build) into ``path`` (.npz); returns counts."""
+def export(db: str, path: str, progress=None, seeds: Sequence[int] | None = None) -> dict:
+    """Featurize every verified label of ``db`` (a dataset build; of the builds ``seeds`` only, if given) into
+    ``path`` (.npz); returns counts."""
     with Store(db) as store:
-        rows = list(store.labels())
+        rows = list(store.labels(seeds=seeds))
         records = _featurized(rows, store.program_json, progress, len(rows))
     if not records.trees:
-        raise LoopcostError(f"{db} holds no verified measurement to export")
+        raise LoopcostError(f"{db} holds no verified measurement to export"
+                            + (f" of the builds of seeds {', '.join(map(str, seeds))}" if seeds is not None else ""))
     return records.write(path)
 
 

@@ -372,10 +372,11 @@ class Store:
                             "ON s.program = p.id WHERE m.kind = 'label' AND p.seconds IS NOT NULL").fetchone()[0]
         return total, n
 
-    def labels(self, split: str | None = None):
-        """Yield (program id, split, schedule text, speedup, censored) of every verified label. A rechecked
-        label gives the faster of its two measurements: interference only ever slows a run down; ``censored``
-        is that measurement's (its speedup an upper bound)."""
+    def labels(self, split: str | None = None, seeds: Sequence[int] | None = None):
+        """Yield (program id, split, schedule text, speedup, censored) of every verified label (of the programs
+        of builds ``seeds`` only, if given). A rechecked label gives the faster of its two measurements:
+        interference only ever slows a run down; ``censored`` is that measurement's (its speedup an upper
+        bound)."""
         q = ("SELECT p.id, p.split, s.text, MAX(m.speedup), m.censored FROM measurements m "
              "JOIN schedules s ON m.schedule = s.id "
              "JOIN programs p ON s.program = p.id WHERE m.kind IN ('label', 'recheck') AND m.verified = 1 "
@@ -385,6 +386,9 @@ class Store:
         if split:
             q += " AND p.split = ?"
             args = (split,)
+        if seeds is not None:
+            q += f" AND p.seed IN ({', '.join('?' * len(seeds))})"
+            args += tuple(seeds)
         yield from self.db.execute(q + " GROUP BY s.id ORDER BY p.seed, p.idx, s.id", args)
 
     def recheck_pairs(self) -> list[tuple[float, float]]:
@@ -393,15 +397,17 @@ class Store:
              "WHERE a.kind = 'label' AND b.kind = 'recheck' AND a.verified = 1 AND b.verified = 1")
         return [(a, b) for a, b in self.db.execute(q) if a and b]
 
-    def noise_pairs(self, effective: bool = False) -> list[tuple[float, float]]:
-        """(label speedup, re-measured speedup) of every schedule measured twice. ``effective`` gives the
-        label that ``labels`` gives (the faster of label and recheck), the one a model is judged against."""
+    def noise_pairs(self, effective: bool = False, seed: int | None = None) -> list[tuple[float, float]]:
+        """(label speedup, re-measured speedup) of every schedule measured twice (of build ``seed``'s programs
+        only, if given). ``effective`` gives the label that ``labels`` gives (the faster of label and
+        recheck), the one a model is judged against."""
         label = ("(SELECT MAX(x.speedup) FROM measurements x WHERE x.schedule = a.schedule AND x.verified = 1 "
                  "AND x.kind IN ('label', 'recheck'))") if effective else "a.speedup"
         q = (f"SELECT {label}, b.speedup FROM measurements a JOIN measurements b ON a.schedule = b.schedule "
-             "AND a.machine = b.machine WHERE a.kind = 'label' AND b.kind = 'noise' AND a.verified = 1 "
-             "AND b.verified = 1 AND a.censored = 0 AND b.censored = 0")
-        return [(a, b) for a, b in self.db.execute(q) if a and b]
+             "AND a.machine = b.machine JOIN schedules s ON s.id = a.schedule JOIN programs p ON p.id = s.program "
+             "WHERE a.kind = 'label' AND b.kind = 'noise' AND a.verified = 1 AND b.verified = 1 "
+             "AND a.censored = 0 AND b.censored = 0" + ("" if seed is None else " AND p.seed = ?"))
+        return [(a, b) for a, b in self.db.execute(q, () if seed is None else (seed,)) if a and b]
 
     def failures(self, limit: int = 20) -> list[tuple[str, str, str]]:
         q = ("SELECT p.name, s.text, m.error FROM measurements m JOIN schedules s ON m.schedule = s.id "

@@ -20,6 +20,7 @@ from ..codegen.c_source import CODEGEN_VERSION
 from ..database.store import Store
 from ..errors import LoopcostError
 from ..runner.dask import executor
+from ..runner.process import machine_busy
 from .progress import Progress
 from .tasks import LEGACY_TIMING, BatchResult, BuildConfig, measure_program, remeasure
 
@@ -94,40 +95,45 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
                             c = cfg if kind == "noise" else replace(cfg, timeout=min(cfg.timeout, RECHECK_TIMEOUT))
                             pending[ex.submit(remeasure, c, store.program_json(prog), texts)] = (kind, prog)
 
+            def take(fut: cf.Future) -> None:
+                nonlocal noise_due
+                kind, prog = pending.pop(fut)
+                r: BatchResult = fut.result()
+                if kind != "label":
+                    store.add_remeasured(prog, _check_machine(store, r, allow_mixed), r.rows, time.time(), kind)
+                    stats[kind] = stats.get(kind, 0) + len(r.rows)
+                    return
+                if r.error:
+                    stats["errors"].append(f"program {r.idx}: {r.error}")
+                    bar.advance(1)
+                    return
+                machine = _check_machine(store, r, allow_mixed)
+                store.add_batch(program_json=r.program_json, program_hash=r.program_hash, seed=cfg.seed,
+                                idx=r.idx, machine=machine, baseline_times=r.baseline_times, rows=r.rows,
+                                now=time.time(), seconds=r.seconds)
+                ok = sum(row.verified for row in r.rows)
+                stats["programs"] += 1
+                stats["schedules"] += ok
+                stats["censored"] += sum(row.verified and row.censored for row in r.rows)
+                stats["failures"] += len(r.rows) - ok
+                for k, v in r.seconds.items():
+                    stats["seconds"][k] = stats["seconds"].get(k, 0.0) + v
+                noise_due += 1
+                bar.advance(1, ok, f"| failures {stats['failures']}")
+
             fill()
             while pending:
                 done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-                for fut in done:
-                    kind, prog = pending.pop(fut)
-                    r: BatchResult = fut.result()
-                    if kind != "label":
-                        store.add_remeasured(prog, _check_machine(store, r, allow_mixed), r.rows, time.time(), kind)
-                        stats[kind] = stats.get(kind, 0) + len(r.rows)
-                        continue
-                    if r.error:
-                        stats["errors"].append(f"program {r.idx}: {r.error}")
-                        bar.advance(1)
-                        continue
-                    machine = _check_machine(store, r, allow_mixed)
-                    store.add_batch(program_json=r.program_json, program_hash=r.program_hash, seed=cfg.seed,
-                                    idx=r.idx, machine=machine, baseline_times=r.baseline_times, rows=r.rows,
-                                    now=time.time(), seconds=r.seconds)
-                    ok = sum(row.verified for row in r.rows)
-                    stats["programs"] += 1
-                    stats["schedules"] += ok
-                    stats["censored"] += sum(row.verified and row.censored for row in r.rows)
-                    stats["failures"] += len(r.rows) - ok
-                    for k, v in r.seconds.items():
-                        stats["seconds"][k] = stats["seconds"].get(k, 0.0) + v
-                    noise_due += 1
-                    bar.advance(1, ok, f"| failures {stats['failures']}")
-                if noise_due >= 10:
-                    noise_due = 0
-                    submit_noise(final=False)
-                fill()
-                if not pending and not queue and not flushed:
-                    flushed = True
-                    submit_noise(final=True)
+                with machine_busy():  # the store's writes and queries, never beside a worker's timed run
+                    for fut in done:
+                        take(fut)
+                    if noise_due >= 10:
+                        noise_due = 0
+                        submit_noise(final=False)
+                    fill()
+                    if not pending and not queue and not flushed:
+                        flushed = True
+                        submit_noise(final=True)
         stats["wall_s"] = time.monotonic() - t0
         stats["schedules_per_hour"] = stats["schedules"] / stats["wall_s"] * 3600 if stats["wall_s"] else 0.0
         return stats

@@ -36,6 +36,13 @@ def dataset_stats(db: str) -> dict:
         rel = noise_rel(pairs)
         rechecks = store.recheck_pairs()
         seconds, measured = store.stage_seconds()
+        by_build = {}
+        for key in sorted(store.builds(), key=lambda k: int(k.split(":")[1])):
+            seed = int(key.split(":")[1])
+            if rel_b := noise_rel(store.noise_pairs(seed=seed)).tolist():
+                by_build[key] = {"pairs": len(rel_b), "median_rel": float(np.median(rel_b)),
+                                 "p90_rel": float(np.percentile(rel_b, 90)),
+                                 "floor_mape_vs_label": noise_floor_mape(store.noise_pairs(True, seed))}
         out = {
             **counts,
             "splits": dict(splits),
@@ -45,6 +52,7 @@ def dataset_stats(db: str) -> dict:
             "noise_median_rel": float(np.median(rel)) if len(rel) else None,
             "noise_p90_rel": float(np.percentile(rel, 90)) if len(rel) else None,
             "noise_floor_mape": noise_floor_mape(store.noise_pairs(effective=True)),
+            "noise_by_build": by_build,
             "rechecked": len(rechecks),
             "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
             "seconds_per_schedule": {k: v / measured for k, v in seconds.items()} if measured else {},
@@ -70,6 +78,9 @@ def format_stats(s: dict) -> str:
         lines.append(f"noise        {s['noise_pairs']} re-measured: median {s['noise_median_rel']:.1%}, "
                      f"p90 {s['noise_p90_rel']:.1%} relative difference of speedup; against the training label "
                      f"(faster of label and recheck) a MAPE of {s['noise_floor_mape']:.1f}%")
+        if len(s.get("noise_by_build", {})) > 1:
+            lines.extend(f"  {k:<10} {v['pairs']} re-measured: median {v['median_rel']:.1%}, p90 {v['p90_rel']:.1%}, "
+                         f"MAPE {v['floor_mape_vs_label']:.1f}%" for k, v in s["noise_by_build"].items())
     if s.get("rechecked"):
         lines.append(f"rechecked    {s['rechecked']} slow labels measured again; {s['recheck_over_2x_faster']} were "
                      "over 2x faster the second time (the faster measurement is the label)")
