@@ -351,9 +351,12 @@ def test_pack_writes_a_compressed_copy_and_a_manifest(tmp_path, monkeypatch):
     written = json.loads((tmp_path / "out" / "dataset.manifest.json").read_text())
     assert written["command"].startswith("loopcost") and written["rate"] == "fast"
     s = dataset_stats(str(db))  # the manifest's noise is the database's: every label measured again
+    by_build = written["noise"].pop("by_build")
     assert written["noise"] == pytest.approx({"pairs": s["noise_pairs"], "median_rel": s["noise_median_rel"],
                                               "p90_rel": s["noise_p90_rel"],
                                               "floor_mape_vs_label": s["noise_floor_mape"]})
+    assert by_build.keys() == s["noise_by_build"].keys()
+    assert sum(v["pairs"] for v in by_build.values()) == s["noise_pairs"]
     assert written["noise"]["pairs"] == m["schedules"] and written["noise"]["floor_mape_vs_label"] > 0
     assert contents(shipped.shipped_db(tmp_path / "out" / "dataset.sqlite.xz")) == contents(db)
 
