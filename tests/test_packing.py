@@ -147,3 +147,23 @@ def test_a_pack_copies_only_in_the_runs_that_read_it_when_fusion_lengthens_its_l
     assert "if (c1 <= 7)\n" in code and code.index("if (c1 <= 7)\n") < code.index("= A[lc_pack0_i0]")
     m = LocalRunner().measure([state], timing=Timing(1, 0), labels=["fused"])[0]
     assert m.verified, m.error
+
+
+def test_a_pack_copies_only_in_the_runs_that_read_it_when_a_fused_nest_beside_it_lengthens_the_loops_around():
+    # the dataset's r5_279: a tiled nest fused with a longer one at its tile loops; the tile loops run 254
+    # times, the pack's loop only in the first 4 (elsewhere it is empty), and A has 63 rows
+    p = ProgramBuilder("tiles_beside_long")
+    a, b = p.input("A", (64, 64)), p.output("B", (64, 64))
+    z, y = p.input("Z", (256, 256)), p.output("Y", (256, 256))
+    with p.loop("t", 0, 2):
+        with p.loop("i", 1, 63) as i, p.loop("j", 1, 63) as j:
+            b[i, j] = a[i, j] * 2.0
+        with p.loop("q", 1, 255) as q, p.loop("r", 1, 255) as r:
+            y[q, r] = z[q, r] + 1.0
+    state = Schedule.parse("T2(i,j,16,16) K(A,i) F(S0,S1,3)").apply(p.build())
+    code = kernel_c(state)
+    assert "for (int c5 = 1; c5 <= 254; c5++)" in code  # the loops around the pack run where S0 does not
+    guard = "if (c3 <= 3 && c5 <= 3)\n"
+    assert code.count(guard) == code.count("= A[lc_pack0_i0]") > 0
+    m = LocalRunner().measure([state], timing=Timing(1, 0), labels=["fused"])[0]
+    assert m.verified, m.error

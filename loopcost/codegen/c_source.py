@@ -236,13 +236,15 @@ class _Printer:
                                                                         str | None]:
         """The copy of ``buffer`` that ``node`` (a run of ``loop``) reads: its extents, the C text of its low
         and high ends, and the condition on the runs in which the statements under the node read it (None:
-        in every run; a loop fused with a longer one runs where they do not, and the box is not there)."""
+        in every run of the loops around; a loop fused with a longer one, inside the node or beside it, makes
+        them run where the statements do not, and the box is not there)."""
         under = frozenset(self.statements_under(node))
         box = read_box(self.state, loop, buffer, under)
         build = isl.AstBuild.from_context(box.context)
         low = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.low]
         high = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.high]
-        every = runs(self.state, loop, under)
+        inside = self.state.comp(next(iter(under)))
+        every = runs(self.state, inside.betas[:inside.level_of(loop) + 1])
         reading = box.context.gist(every)
         guard = None if reading.plain_is_universe() else \
             _isl_c(isl.AstBuild.from_context(every).expr_from_set(reading))

@@ -99,16 +99,24 @@ def _as_params(m: isl.Map, n: int) -> isl.Map:
     return fixed
 
 
-def runs(state: ProgramState, loop: str, only: frozenset[str] | None = None) -> isl.Set:
-    """The runs of ``loop`` in which the computations inside it (those named in ``only``) run: values of the
-    time dimensions before the loop's, as parameters ``c0 ..`` (a ``Box``'s ``context`` is those in which
-    they read its buffer)."""
-    comps = _inside(state, loop, only)
-    if not comps:
-        raise ScheduleError(f"no computation inside loop {loop!r}")
+def runs(state: ProgramState, betas: tuple[int, ...]) -> isl.Set:
+    """The runs of the loops around a node of the generated code (the loop at level ``len(betas) - 1`` of the
+    computations whose betas start with ``betas``): values of the time dimensions before its, as parameters
+    ``c0 ..``, at which a computation inside the loops around runs. A loop fused with a longer one, inside
+    the node or beside it, makes them longer than the runs of the node's own computations."""
+    q = len(betas) - 1
+    n = 2 * q + 1
+    loops_of = {c.name: loops for c, loops in state.program.walk_computations()}
+    here = isl.Set(f"[c{n - 1}] -> {{ : c{n - 1} = {betas[q]} }}")
     out = None
-    for _, before in _before(state, loop, comps):
-        s = _as_params(before.reverse(), 2 * comps[0].level_of(loop) + 1).range().params()
+    for cs in state.comps:
+        if cs.betas[:q] != betas[:q]:
+            continue
+        c = state.program.computation(cs.comp)
+        time = cs.time_map().intersect_domain(isl.Set(domain_str(c, loops_of[c.name])))
+        time = time.project_out(isl.dim_type.out, n, time.dim(isl.dim_type.out) - n)
+        s = _as_params(time.reverse(), n).range().params()
+        s = s.drop_constraints_involving_dims(isl.dim_type.param, n - 1, 1).intersect(here)
         out = s if out is None else out.union(s)
     return out.coalesce()
 
