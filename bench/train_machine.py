@@ -1,0 +1,154 @@
+"""A CPU kind's model: the shipped recipe trained over several seeds and architectures, and scored.
+
+    python bench/train_machine.py --dataset loopcost/data/machines/amd-epyc --work /tmp/train-amd \
+        [--seeds 0,1,2] [--archs transformer,lstm] [--export-seeds 2,3,4,5] [--out bench/TRAIN-amd.md]
+
+``--dataset`` is a folder of ``loopcost/data/machines/`` (its packed ``dataset.sqlite.xz`` and ``heldout/``)
+or a database (then ``--heldout DB`` names the held-out one). For each architecture and seed the script trains
+the shipped model's recipe, a pair of networks (one on MAPE, one with the ranking loss), ensembles the pair,
+and scores it on the validation split (where models are chosen), the test split and every record of the held-out
+set (never trained on, never used to choose); then the ensemble of all pairs of one seed (both architectures).
+The table (every model, and the mean and spread over seeds of each recipe) goes to ``--out``; every evaluation
+is a JSON line of ``WORK/results.jsonl``. Each network resumes from its checkpoint and finished work is skipped:
+after an interruption, rerun the same command. Training is CPU work (any machine: it needs no quiet one);
+choosing between the models on the search (``bench/compare_models.py``) needs the CPU kind itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from loopcost.costmodel.card import combine_files
+from loopcost.costmodel.data import export
+from loopcost.costmodel.evaluate import evaluate
+from loopcost.costmodel.train import TrainConfig, train_ensemble
+from loopcost.dataset.shipped import shipped_db
+
+#: the shipped recipe's two networks: name, loss, ranking weight, epochs
+MEMBERS = (("mape", "mape", 0.0, 28), ("rank", "mape", 1.0, 30))
+SPLITS = ("val", "test", "heldout")
+METRICS = (("mape", "MAPE %", "{:.1f}"), ("spearman_per_program_mean", "Spearman/program", "{:.3f}"),
+           ("top1_recovery", "top-1", "{:.3f}"))
+
+
+def databases(a: argparse.Namespace) -> tuple[Path, Path]:
+    """The training database and the held-out one, unpacked from a machine folder where given one."""
+    src = Path(a.dataset)
+    if src.is_dir():
+        return shipped_db(src / "dataset.sqlite.xz"), shipped_db(src / "heldout" / "dataset.sqlite.xz")
+    if not a.heldout:
+        raise SystemExit("--dataset DB needs --heldout DB (a set never trained on)")
+    return src, Path(a.heldout)
+
+
+def exported(db: Path, out: Path, seeds: list[int] | None) -> Path:
+    """``db`` in the training format at ``out``, exported once."""
+    if not out.exists():
+        print(f"exporting {db} -> {out}", file=sys.stderr)
+        export(str(db), str(out), seeds=seeds)
+    return out
+
+
+def pair(data: Path, db: Path, work: Path, arch: str, seed: int, threads: int, epoch_scale: float) -> Path:
+    """The recipe's pair of ``arch`` networks trained from ``seed``, as one ensemble (trained once)."""
+    out = work / f"{arch}-s{seed}.pt"
+    if out.exists():
+        return out
+    members = []
+    for name, loss, rank, epochs in MEMBERS:
+        path = work / f"{arch}-s{seed}-{name}.pt"
+        if not path.exists():
+            print(f"training {path.name}", file=sys.stderr)
+            cfg = TrainConfig(epochs=max(1, round(epochs * epoch_scale)), loss=loss, rank_weight=rank, seed=seed,
+                              threads=threads, arch=arch)
+            train_ensemble(data, path, cfg, db=db)
+        members.append(str(path))
+    combine_files(members, out)
+    return out
+
+
+def scored(model: Path, split: str, data: dict[str, Path], dbs: dict[str, Path], results: Path) -> dict:
+    """``model``'s evaluation on ``split`` (``heldout``: every record of the held-out set), kept in ``results``."""
+    done = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+    for r in done:
+        if r["model"] == str(model) and r["name"] == split:
+            return r
+    source = "heldout" if split == "heldout" else "train"
+    r = evaluate(model, data[source], dbs[source], split="all" if split == "heldout" else split)
+    r["name"] = split
+    with results.open("a") as f:
+        f.write(json.dumps(r) + "\n")
+    return r
+
+
+def table(rows: dict[str, dict[str, dict]], recipes: dict[str, list[str]], ceilings: dict[str, dict]) -> str:
+    """Markdown: a row per model, then each recipe's mean and spread over its seeds, then the noise ceiling."""
+    head = "| model | " + " | ".join(f"{s} {label}" for s in SPLITS for _, label, _ in METRICS) + " |"
+    lines = [head, "|---|" + "---:|" * (len(SPLITS) * len(METRICS))]
+
+    def cells(get) -> str:
+        return " | ".join(get(s, k, fmt) for s in SPLITS for k, _, fmt in METRICS)
+
+    for name, r in rows.items():
+        lines.append(f"| {name} | " + cells(lambda s, k, fmt, r=r: fmt.format(r[s][k])) + " |")
+    for recipe, names in recipes.items():
+        def spread(s, k, fmt, names=names):
+            v = [rows[n][s][k] for n in names]
+            return fmt.format(statistics.mean(v)) + (f" ± {fmt.format(statistics.stdev(v))}" if len(v) > 1 else "")
+        lines.append(f"| **{recipe}**, mean ± sd of {len(names)} seeds | " + cells(spread) + " |")
+    lines.append("| a second measurement (simulated from the noise pairs) | "
+                 + cells(lambda s, k, fmt: fmt.format(ceilings[s][k]) if ceilings.get(s) else "-") + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", required=True, help="a folder of loopcost/data/machines/, or a database")
+    ap.add_argument("--heldout", help="the held-out database (with --dataset DB)")
+    ap.add_argument("--work", required=True, help="folder for the exports, models, checkpoints and results")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--archs", default="transformer,lstm")
+    ap.add_argument("--export-seeds", help="only the programs of these builds' seeds (default: all)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--epoch-scale", type=float, default=1.0, help="scale the recipe's epochs (a quick trial)")
+    ap.add_argument("--out", help="markdown table to write")
+    a = ap.parse_args()
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    train_db, heldout_db = databases(a)
+    seeds = [int(s) for s in a.seeds.split(",")]
+    archs = a.archs.split(",")
+    export_seeds = [int(s) for s in a.export_seeds.split(",")] if a.export_seeds else None
+    data = {"train": exported(train_db, work / "data.npz", export_seeds),
+            "heldout": exported(heldout_db, work / "heldout.npz", None)}
+    dbs = {"train": train_db, "heldout": heldout_db}
+    results = work / "results.jsonl"
+    models: dict[str, Path] = {}
+    recipes: dict[str, list[str]] = {}
+    for seed in seeds:
+        pairs = [pair(data["train"], train_db, work, arch, seed, a.threads, a.epoch_scale) for arch in archs]
+        for arch, p in zip(archs, pairs, strict=True):
+            models[p.stem] = p
+            recipes.setdefault(f"{arch} pair", []).append(p.stem)
+        if len(pairs) > 1:
+            both = work / f"all-s{seed}.pt"
+            if not both.exists():
+                combine_files([str(p) for p in pairs], both)
+            models[both.stem] = both
+            recipes.setdefault("all pairs", []).append(both.stem)
+    rows = {name: {s: scored(m, s, data, dbs, results) for s in SPLITS} for name, m in models.items()}
+    ceilings = {s: next(iter(rows.values()))[s]["remeasurement"] for s in SPLITS}
+    text = table(rows, recipes, ceilings)
+    best = max(rows, key=lambda n: rows[n]["val"]["spearman_per_program_mean"])
+    text += f"\n\nBest on the validation split (Spearman/program): {best} ({models[best]})\n"
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
