@@ -71,12 +71,12 @@ def pair(data: Path, db: Path, work: Path, arch: str, seed: int, threads: int, e
     return out
 
 
-def scored(model: Path, split: str, data: dict[str, Path], dbs: dict[str, Path], results: Path) -> dict:
-    """``model``'s evaluation on ``split`` (``heldout``: every record of the held-out set), kept in ``results``."""
-    done = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
-    for r in done:
-        if r["model"] == str(model) and r["name"] == split:
-            return r
+def scored(model: Path, split: str, data: dict[str, Path], dbs: dict[str, Path], results: Path,
+           done: dict[tuple[str, str], dict]) -> dict:
+    """``model``'s evaluation on ``split`` (``heldout``: every record of the held-out set): from ``done`` (the
+    evaluations already in ``results``), else evaluated and appended to ``results``."""
+    if (str(model), split) in done:
+        return done[str(model), split]
     source = "heldout" if split == "heldout" else "train"
     r = evaluate(model, data[source], dbs[source], split="all" if split == "heldout" else split)
     r["name"] = split
@@ -140,7 +140,9 @@ def main() -> None:
                 combine_files([str(p) for p in pairs], both)
             models[both.stem] = both
             recipes.setdefault("all pairs", []).append(both.stem)
-    rows = {name: {s: scored(m, s, data, dbs, results) for s in SPLITS} for name, m in models.items()}
+    done = {(r["model"], r["name"]): r for r in map(json.loads, results.read_text().splitlines())} \
+        if results.exists() else {}
+    rows = {name: {s: scored(m, s, data, dbs, results, done) for s in SPLITS} for name, m in models.items()}
     ceilings = {s: next(iter(rows.values()))[s]["remeasurement"] for s in SPLITS}
     text = table(rows, recipes, ceilings)
     best = max(rows, key=lambda n: rows[n]["val"]["spearman_per_program_mean"])
