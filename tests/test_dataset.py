@@ -377,28 +377,35 @@ def test_the_same_program_drawn_twice_is_stored_twice(tmp_path):
 @pytest.mark.slow
 def test_shipped_schedules_still_apply_to_their_programs():
     """Every stored schedule must replay on today's code: the data is only useful while it does.
-    Checks a seeded sample plus the schedules that once broke (a tile of loops that another
-    computation holds at a different level)."""
+    Checks a seeded sample of every shipped dataset (the default one and each CPU kind's) plus the
+    schedules that once broke (a tile of loops that another computation holds at a different level)."""
     import json
     import random
     import sqlite3
 
     from loopcost.dataset.shipped import shipped_db
     from loopcost.ir.program import Program
+    from loopcost.paths import DEFAULT_SHIPPED, MACHINES
     from loopcost.transforms.schedule import Schedule
 
-    db = sqlite3.connect(shipped_db())
-    rows = db.execute("SELECT program, text FROM schedules ORDER BY id").fetchall()
     once_broken = {"F(S1,S2,2) S(y,x,2) I(f,x) T2(f,u,128,32)", "T3(i_2,j_2,k_1,32,8,128) I(k_1_t,i_2) "
                    "T3(i_2,k_1_t,j_2,8,16,16)", "R(x) T3(i,j,r,32,8,8) I(i_t,i) S(y,v,1) T3(i,j_t,r_t,16,32,16)"}
-    sample = random.Random(0).sample(rows, 300) + [r for r in rows if r[1] in once_broken]
-    assert len(sample) == 303
-    programs = {}
-    for pid, text in sample:
-        if pid not in programs:
-            (js,) = db.execute("SELECT json FROM programs WHERE id = ?", (pid,)).fetchone()
-            programs[pid] = Program.from_json(json.loads(js))
-        Schedule.parse(text).apply(programs[pid])
+    packed = [DEFAULT_SHIPPED.dataset, *sorted(MACHINES.glob("*/dataset.sqlite.xz"))]
+    assert len(packed) >= 2
+    broken_found = 0
+    for pack in packed:
+        db = sqlite3.connect(shipped_db(pack))
+        rows = db.execute("SELECT program, text FROM schedules ORDER BY id").fetchall()
+        broken = [r for r in rows if r[1] in once_broken]
+        broken_found += len(broken)
+        sample = random.Random(0).sample(rows, 300) + broken
+        programs = {}
+        for pid, text in sample:
+            if pid not in programs:
+                (js,) = db.execute("SELECT json FROM programs WHERE id = ?", (pid,)).fetchone()
+                programs[pid] = Program.from_json(json.loads(js))
+            Schedule.parse(text).apply(programs[pid])
+    assert broken_found == 3
 
 
 def test_slow_labels_are_rechecked_and_the_faster_measurement_wins(tmp_path, monkeypatch):
