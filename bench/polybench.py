@@ -28,13 +28,13 @@ from report import head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.costmodel.model import CostModel
-from loopcost.database.fingerprint import fingerprint, machine_info
+from loopcost.database.fingerprint import cpu_model, fingerprint, machine_info
 from loopcost.errors import LoopcostError, VacuousCheckError
 from loopcost.frontend import load_c
 from loopcost.frontend.emit import emit_function
 from loopcost.frontend.inputs import user_init
 from loopcost.frontend.linkcheck import Build, link_check, original
-from loopcost.paths import SHIPPED_MODEL
+from loopcost.paths import shipped_for
 from loopcost.runner import LocalRunner
 from loopcost.search.optimize import optimize
 
@@ -76,25 +76,48 @@ def bench_kernel(path: Path, polybench: Path, dataset: str, search: str, model: 
     return row
 
 
+def machines(rows: list[dict]) -> str:
+    """A line per machine that measured rows: its CPU, cores, compilers, fingerprint and kernels."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["machine"], []).append(r)
+    lines = []
+    for fp, rs in by.items():
+        i = rs[0].get("machine_info", {})
+        commits = ", ".join(sorted({r.get("commit", "?") for r in rs}))
+        lines.append(f"- {i.get('cpu', '?')}, {i.get('cores', '?')} cores, {i.get('compiler', '?')}, {CLANG} "
+                     f"(fingerprint {fp}): {len(rs)} kernels, measured at commit {commits}")
+    return "\n".join(lines)
+
+
 def table(rows: list[dict]) -> str:
+    """Markdown: a row per kernel (the CPU that measured it), then each column's geometric mean, per CPU too
+    when rows come from several."""
     def cell(c: dict) -> str:
         return f"{c['speedup']:.2f}x" if c["verified"] and c["speedup"] else "not verified"
 
-    lines = ["| kernel | dataset | inputs | loopcost schedule | measured | search s | loopcost | Polly | "
-             "Polly parallel | gcc -O3 s |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    def cpu(r: dict) -> str:
+        return r.get("machine_info", {}).get("cpu", r["machine"])
+
+    lines = ["| kernel | CPU | dataset | inputs | loopcost schedule | measured | search s | loopcost | Polly | "
+             "Polly parallel | gcc -O3 s |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         c = r["columns"]
         gcc = statistics.median(c["loopcost"]["gcc_times"]) if c["loopcost"]["gcc_times"] else float("nan")
         inputs = "own" if r["inputs"].endswith("()") else "random"
-        lines.append(f"| {r['kernel']} | {r['dataset'].removesuffix('_DATASET')} | {inputs} | "
+        lines.append(f"| {r['kernel']} | {cpu(r)} | {r['dataset'].removesuffix('_DATASET')} | {inputs} | "
                      f"`{r['schedule'] or '(none)'}` | {r['measurements']} | {r['search_s']:.0f} | "
                      f"{cell(c['loopcost'])} | {cell(c['polly'])} | {cell(c['polly_parallel'])} | {gcc:.3f} |")
-    for name in ("loopcost", "polly", "polly_parallel"):
-        vals = [r["columns"][name]["speedup"] for r in rows
-                if r["columns"][name]["verified"] and r["columns"][name]["speedup"]]
-        if vals:
-            lines.append(f"\ngeometric mean, {name}: **{statistics.geometric_mean(vals):.2f}x** over gcc -O3 "
-                         f"({len(vals)} of {len(rows)} kernels verified)")
+    groups = {"": rows} | ({cpu(r): [x for x in rows if cpu(x) == cpu(r)] for r in rows}
+                           if len({cpu(r) for r in rows}) > 1 else {})
+    for label, rs in groups.items():
+        for name in ("loopcost", "polly", "polly_parallel"):
+            vals = [r["columns"][name]["speedup"] for r in rs
+                    if r["columns"][name]["verified"] and r["columns"][name]["speedup"]]
+            if vals:
+                lines.append(f"\ngeometric mean, {name}{f' on {label}' if label else ''}: "
+                             f"**{statistics.geometric_mean(vals):.2f}x** over gcc -O3 "
+                             f"({len(vals)} of {len(rs)} kernels verified)")
     return "\n".join(lines) + "\n"
 
 
@@ -104,7 +127,7 @@ def main() -> None:
     ap.add_argument("--dataset", default="LARGE_DATASET")
     ap.add_argument("--kernels", nargs="*", default=None, help="kernel names (default: all 30)")
     ap.add_argument("--search", default="adaptive", choices=["adaptive", "beam", "exec"])
-    ap.add_argument("--model", default=str(SHIPPED_MODEL))
+    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "bench" / "POLYBENCH.md"))
     ap.add_argument("--pause-file", type=Path, help="before each kernel, wait while this file exists")
@@ -118,7 +141,8 @@ def main() -> None:
     done = {r["kernel"] for r in rows}
     if not args.report:
         ensure_polly()
-    model = None if args.search == "exec" or args.report else CostModel.load(args.model)
+    model = None if args.search == "exec" or args.report else \
+        CostModel.load(args.model or shipped_for(cpu_model()).model)
     for path in kernel_files(args.polybench):
         if args.report or path.stem in done or (args.kernels and path.stem not in args.kernels):
             continue
@@ -129,7 +153,8 @@ def main() -> None:
             row = bench_kernel(path, args.polybench, dataset, args.search, model, args.runs)
         except LoopcostError as e:
             row = {"kernel": path.stem, "dataset": dataset, "error": str(e)}
-        rows.append({**row, "machine": fingerprint(info)})
+        rows.append({**row, "machine": fingerprint(info), "machine_info": info,
+                     "commit": head_commit()})
         write_rows(jsonl, rows)
         print(path.stem, {c: v.get("speedup") for c, v in row.get("columns", {}).items()} or row.get("error"),
               flush=True)
@@ -138,12 +163,13 @@ def main() -> None:
     failed = "".join(f"\n- {r['kernel']}: {r['error']}" for r in rows if "error" in r)
     header = (f"# PolyBench/C 4.2.1 as distributed: loopcost and Polly over gcc -O3\n\n"
               f"`python bench/polybench.py PATH --dataset {args.dataset} --search {args.search}` "
-              f"({time.strftime('%Y-%m-%d')}, commit {head_commit()}). Machine: {info['cpu']}, {info['cores']} "
-              f"cores, {info['compiler']}, {CLANG} (fingerprint {fingerprint(info)}). Each file read unmodified "
+              f"({time.strftime('%Y-%m-%d')}, commit {head_commit()}), each row on the machine it names:\n\n"
+              f"{machines(ok)}\n\nEach file read unmodified "
               f"with `-I utilities -D DATASET`, sizes from its own `main`, inputs from its own `init_array` "
-              f"(\"random\" where those leave an output as it was); speedups over the original function under "
-              f"gcc -O3 -march=native, side by side in one harness, median of {args.runs} runs, every column's "
-              f"outputs compared with the original's first. Raw rows: `{jsonl.name}`.\n\n")
+              f"(\"random\" where those leave an output as it was); the search with the model shipped for the "
+              f"row's CPU; speedups over the original function under "
+              f"gcc -O3 -march=native, side by side in one harness on one machine, median of {args.runs} runs, "
+              f"every column's outputs compared with the original's first. Raw rows: `{jsonl.name}`.\n\n")
     Path(args.out).write_text(header + table(ok) + (f"\nNot benchmarked:{failed}\n" if failed else "")
                               + (f"\n{left} kernels not measured yet: the run stopped part way.\n" if left else ""))
     print(f"wrote {args.out}")
