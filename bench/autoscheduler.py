@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
-from report import head_commit
+from report import default_model, head_commit
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.codegen.harness import compilers_harness
@@ -32,7 +32,6 @@ from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.generator.schedules import random_schedules
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.paths import SHIPPED_MODEL
 from loopcost.runner import LocalRunner, Timing
 from loopcost.search.evaluator import MeasuringEvaluator
 from loopcost.search.optimize import optimize
@@ -114,7 +113,7 @@ def table(rows: list[dict], header: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
-    ap.add_argument("--model", default=str(SHIPPED_MODEL))
+    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--tile-sizes", type=int, nargs="+", default=list(SpaceOptions().tile_sizes),
                     help="tile sizes of the space every search explores (fewer: a tractable exec search)")
@@ -126,6 +125,7 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true",
                     help="keep the kernels already in OUT.jsonl (an interrupted run) and bench the others")
     args = ap.parse_args()
+    args.model = args.model or str(default_model())
     ensure_polly()
     model = CostModel.load(args.model)
     info = machine_info(Toolchain().describe())

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from report import head_commit, write_rows
+from report import default_model, head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.costmodel.model import CostModel
@@ -28,7 +28,6 @@ from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.errors import LoopcostError
 from loopcost.ir.program import Program
 from loopcost.kernels import KERNELS
-from loopcost.paths import SHIPPED_MODEL
 from loopcost.runner import LocalRunner
 from loopcost.runner.process import Timing
 from loopcost.search.evaluator import MeasuringEvaluator
@@ -69,7 +68,7 @@ def numpy_times(name: str, runs: int, seed: int = 0) -> list[float]:
 
 def searched(program: Program, method: str) -> dict:
     """The best schedule a search found, its measurement count and wall time."""
-    r = optimize(program, method=method, model=None if method == "exec" else CostModel.load(SHIPPED_MODEL))
+    r = optimize(program, method=method, model=None if method == "exec" else CostModel.load(default_model()))
     return {"schedule": str(r.schedule), "measurements": r.measurements, "search_s": r.search_time_s}
 
 

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 
 import torch
+from report import default_model
 
 from loopcost.costmodel.model import CostModel
 from loopcost.features import extract
 from loopcost.features.extract import FeatureLimitError, featurize
 from loopcost.generator.schedules import random_schedules
 from loopcost.kernels import KERNELS
-from loopcost.paths import SHIPPED_MODEL
 
 KERNEL_NAMES = ("gemm", "2mm", "jacobi-2d", "conv2d", "heat-3d")
 
@@ -38,12 +38,13 @@ def median_time(fn, repeats: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=str(SHIPPED_MODEL))
+    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--schedules", type=int, default=512, help="random schedules per kernel")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
+    args.model = args.model or str(default_model())
     torch.set_num_threads(args.threads)
     model = CostModel.load(args.model)
     print(f"model {Path(args.model).name} ({len(model.nets)} network(s)), {args.threads} threads, batch {args.batch}")

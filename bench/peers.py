@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
-from report import head_commit, write_rows
+from report import default_model, head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain, compile_c
 from loopcost.codegen.harness import harness_c
@@ -44,7 +44,6 @@ from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.ir.program import Program
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.paths import SHIPPED_MODEL
 from loopcost.runner.process import Timing, run_variants
 from loopcost.runner.verify import read_dump
 from loopcost.search.adaptive import AdaptiveOptions
@@ -110,7 +109,7 @@ def timed_c(ref: Reference, state: ProgramState, toolchain: Toolchain, runs: int
 def loopcost_columns(ref: Reference, budgets: list[int], runs: int) -> dict[str, dict]:
     """The adaptive search (``optimize``'s default, at 48 measurements) at each budget, and the unscheduled
     program."""
-    program, model = ref.program, CostModel.load(SHIPPED_MODEL)
+    program, model = ref.program, CostModel.load(default_model())
     cols = {"loopcost unscheduled": {"schedule": "", "measurements": 0, "tuning_s": 0.0}}
     for b in budgets:
         r = optimize(program, method="adaptive", model=model, adaptive=AdaptiveOptions(measure_budget=b))

@@ -24,17 +24,16 @@ import time
 from pathlib import Path
 
 from polly import CLANG, POLLY, POLLY_PAR, ensure_polly
-from report import head_commit, write_rows
+from report import default_model, head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.costmodel.model import CostModel
-from loopcost.database.fingerprint import cpu_model, fingerprint, machine_info
+from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.errors import LoopcostError, VacuousCheckError
 from loopcost.frontend import load_c
 from loopcost.frontend.emit import emit_function
 from loopcost.frontend.inputs import user_init
 from loopcost.frontend.linkcheck import Build, link_check, original
-from loopcost.paths import shipped_for
 from loopcost.runner import LocalRunner
 from loopcost.search.optimize import optimize
 
@@ -142,7 +141,7 @@ def main() -> None:
     if not args.report:
         ensure_polly()
     model = None if args.search == "exec" or args.report else \
-        CostModel.load(args.model or shipped_for(cpu_model()).model)
+        CostModel.load(args.model or default_model())
     for path in kernel_files(args.polybench):
         if args.report or path.stem in done or (args.kernels and path.stem not in args.kernels):
             continue

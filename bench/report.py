@@ -20,3 +20,12 @@ def write_rows(path: Path, rows: list[dict]) -> None:
     part = path.with_suffix(".part")
     part.write_text("".join(json.dumps(r) + "\n" for r in rows))
     part.replace(path)
+
+
+def default_model() -> Path:
+    """The cost model a bench searches with by default: the one shipped for this machine's CPU (as
+    ``loopcost optimize`` picks it before any fine-tuning on the machine's own measurements)."""
+    from loopcost.database.fingerprint import cpu_model
+    from loopcost.paths import shipped_for
+
+    return shipped_for(cpu_model()).model
