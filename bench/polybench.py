@@ -170,7 +170,8 @@ def main() -> None:
               f"gcc -O3 -march=native, side by side in one harness on one machine, median of {args.runs} runs, "
               f"every column's outputs compared with the original's first. Raw rows: `{jsonl.name}`.\n\n")
     Path(args.out).write_text(header + table(ok) + (f"\nNot benchmarked:{failed}\n" if failed else "")
-                              + (f"\n{left} kernels not measured yet: the run stopped part way.\n" if left else ""))
+                              + (f"\n{left} kernel{'s' * (left > 1)} not measured yet: the run stopped part way.\n"
+                                 if left else ""))
     print(f"wrote {args.out}")
 
 

@@ -6,7 +6,7 @@ import torch
 
 from loopcost.costmodel.batch import collate
 from loopcost.costmodel.data import export, load
-from loopcost.costmodel.metrics import metrics, spearman
+from loopcost.costmodel.metrics import error_by_speedup, metrics, spearman
 from loopcost.costmodel.model import ARCHS, CostModel, make_net
 from loopcost.costmodel.network import RecursiveLSTM
 from loopcost.costmodel.train import TrainConfig, train
@@ -185,6 +185,17 @@ def test_metrics_on_known_cases():
     assert rev["top1_recovery"] == pytest.approx(np.mean([1 / 4, 0.5 / 3]))
     assert metrics(true * 1.1, true, prog)["mape"] == pytest.approx(10)
     assert spearman(np.array([1, 2, 2, 3.0]), np.array([1, 2, 2, 3.0])) == pytest.approx(1)
+
+
+def test_error_breakdown_shows_which_speedups_rule_the_mape():
+    true = np.array([0.01, 0.5, 0.8, 2.0, 2.0])
+    pred = np.array([0.11, 0.5, 0.4, 2.2, 1.8])  # APEs 10, 0, 0.5, 0.1, 0.1: the far slowdown rules
+    b = error_by_speedup(pred, true)
+    assert [(g["low"], g["n"]) for g in b["ranges"]] == [(0.0, 1), (0.3, 1), (0.7, 1), (1.5, 2)]
+    assert b["ranges"][0]["error_share"] == pytest.approx(10 / 10.7)
+    assert sum(g["error_share"] for g in b["ranges"]) == pytest.approx(1)
+    assert b["worst_record_share"] == pytest.approx(10 / 10.7)
+    assert b["ranges"][3]["over_predicted"] == 0.5 and b["ranges"][3]["mape"] == pytest.approx(10)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from ..errors import LoopcostError
 from ..paths import card_path, shipped_for
 from .baselines import GradientBoosted
 from .data import Dataset, load
-from .metrics import metrics, noise_ceiling, noise_floor_mape
+from .metrics import error_by_speedup, metrics, noise_ceiling, noise_floor_mape
 from .model import CostModel
 from .plots import save_plots
 
@@ -61,7 +61,7 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
         ceiling = noise_ceiling(pairs, data.speedup, data.program)
     out = {**metrics(predictions["model"], data.speedup, data.program), "split": split, "model": str(model_path),
            "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling,
-           "censored": _censored(model, whole)}
+           "censored": _censored(model, whole), "by_speedup": error_by_speedup(predictions["model"], data.speedup)}
     if plots:
         out["plots"] = [str(p) for p in save_plots(plots, data.speedup, predictions, f"({split} split)")]
     if write_card:
@@ -105,6 +105,14 @@ def format_evaluation(r: dict, wrote_card: bool = False) -> str:
     if (c := r.get("censored")) and c["n"]:
         lines.append(f"  {c['n']} censored labels (timing stopped early, far slower than unscheduled; left out above): "
                      f"{c['predicted_within_bound']:.1%} predicted at or below their bound")
+    if (b := r.get("by_speedup")) and b["ranges"]:
+        lines.append("  the model's error by measured speedup (share: of the summed percentage errors; above: "
+                     "share predicted faster than measured):")
+        for g in b["ranges"]:
+            lines.append(f"    [{g['low']:g}, {g['high']:g})x  {g['n']:6d} schedules  MAPE {g['mape']:6.1f}%  "
+                         f"median APE {g['median_ape']:5.1f}%  share {g['error_share']:6.1%}  "
+                         f"above {g['over_predicted']:.0%}")
+        lines.append(f"    the single worst schedule holds {b['worst_record_share']:.1%} of the summed error")
     lines += [f"  wrote {p}" for p in r.get("plots", [])]
     if wrote_card:
         lines.append(f"  wrote the evaluation into {card_path(r['model'])}")
