@@ -151,7 +151,7 @@ def main() -> None:
                     help="groups (bench, selection, c) or kernel names of them")
     ap.add_argument("--budgets", type=int, nargs="+", default=[16, 32, 64])
     ap.add_argument("--strategies", nargs="+", default=["rounds"], choices=["rounds", "staged"])
-    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
+    ap.add_argument("--model", default=str(default_model()), help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--redo", action="store_true",
                     help="search again the kernels OUT.jsonl holds, taking beam's and exec's searches (not their "
                          "measurements) from their rows when measured on this machine")
@@ -162,7 +162,6 @@ def main() -> None:
     ap.add_argument("--report", action="store_true",
                     help="measure nothing: write OUT from the rows OUT.jsonl holds (a run stopped part way)")
     args = ap.parse_args()
-    args.model = args.model or str(default_model())
     chosen = [g for g in args.kernels if g in ("bench", "selection", "c")]
     names = {k for k in args.kernels if k not in ("bench", "selection", "c")}
     model = CostModel.load(args.model)

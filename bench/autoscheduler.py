@@ -113,7 +113,7 @@ def table(rows: list[dict], header: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
-    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
+    ap.add_argument("--model", default=str(default_model()), help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--tile-sizes", type=int, nargs="+", default=list(SpaceOptions().tile_sizes),
                     help="tile sizes of the space every search explores (fewer: a tractable exec search)")
@@ -125,7 +125,6 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true",
                     help="keep the kernels already in OUT.jsonl (an interrupted run) and bench the others")
     args = ap.parse_args()
-    args.model = args.model or str(default_model())
     ensure_polly()
     model = CostModel.load(args.model)
     info = machine_info(Toolchain().describe())

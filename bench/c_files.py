@@ -78,7 +78,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
     ap.add_argument("--search", default="beam", choices=["beam", "mcts", "random", "exec"])
-    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
+    ap.add_argument("--model", default=str(default_model()), help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--runs", type=int, default=5)
@@ -86,7 +86,6 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "c_files.md"))
     ap.add_argument("--from-log", default=None, help="only render the table from the JSON lines of an earlier run")
     args = ap.parse_args()
-    args.model = args.model or str(default_model())
     if args.from_log:
         rows = [json.loads(ln) for ln in Path(args.from_log).read_text().splitlines() if ln.startswith("{")]
         Path(args.out).write_text(table(rows, header_of(args, None)))

@@ -38,13 +38,12 @@ def median_time(fn, repeats: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
+    ap.add_argument("--model", default=str(default_model()), help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--schedules", type=int, default=512, help="random schedules per kernel")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    args.model = args.model or str(default_model())
     torch.set_num_threads(args.threads)
     model = CostModel.load(args.model)
     print(f"model {Path(args.model).name} ({len(model.nets)} network(s)), {args.threads} threads, batch {args.batch}")

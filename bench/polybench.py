@@ -126,7 +126,7 @@ def main() -> None:
     ap.add_argument("--dataset", default="LARGE_DATASET")
     ap.add_argument("--kernels", nargs="*", default=None, help="kernel names (default: all 30)")
     ap.add_argument("--search", default="adaptive", choices=["adaptive", "beam", "exec"])
-    ap.add_argument("--model", help="cost model (default: the one shipped for this CPU)")
+    ap.add_argument("--model", default=str(default_model()), help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "bench" / "POLYBENCH.md"))
     ap.add_argument("--pause-file", type=Path, help="before each kernel, wait while this file exists")
@@ -140,8 +140,7 @@ def main() -> None:
     done = {r["kernel"] for r in rows}
     if not args.report:
         ensure_polly()
-    model = None if args.search == "exec" or args.report else \
-        CostModel.load(args.model or default_model())
+    model = None if args.search == "exec" or args.report else CostModel.load(args.model)
     for path in kernel_files(args.polybench):
         if args.report or path.stem in done or (args.kernels and path.stem not in args.kernels):
             continue
