@@ -8,8 +8,13 @@ through the C frontend, all at their benchmark size), it runs:
 - ``beam``: the default search (shipped model, beam 4; its diverse top 5 are its picks);
 - ``exec``: execution-based beam search (every candidate measured; its measured top 5 are its picks);
 - ``rounds-N``, ``staged-N``: an adaptive search with budget N (``--strategy rounds``, the default, or
-  ``staged``), for each of ``--budgets`` (each spreads its budget over its phases: the last share goes to
-  register blocks); its picks are the 5 fastest it measured.
+  ``staged``), for each of ``--budgets`` (each spreads its budget over its phases: then register blocks,
+  then the neighbors of the fastest schedules); its picks are the 5 fastest it measured;
+- ``rounds-N-nolocal`` (with ``--without-local``): the same search without the neighbors' phase (its
+  share to the rounds, 3/8 to register blocks: the adaptive search before the local phase existed).
+
+``--no-exec`` leaves execution-based search out (15 minutes a kernel on 2 cores): a comparison of
+adaptive searches alone.
 
 Then every column's picks and the unscheduled program are compiled into one harness, measured side by
 side and verified; a column's speedup is the best of its picks there (1.0 when none beats the
@@ -22,6 +27,7 @@ every raw run time; a rerun skips the kernels it holds. Run it on a quiet machin
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import time
@@ -68,15 +74,19 @@ def programs(groups: list[str]) -> list[tuple[str, str, Program]]:
     return out
 
 
+#: the adaptive search as it was before its local phase: rounds, then 3/8 of the budget to register blocks
+NO_LOCAL = dict(local=0.0, blocks=0.375)
+
+
 def bench_kernel(program: Program, model: CostModel, budgets: list[int], strategies: list[str],
-                 earlier: dict | None = None) -> dict:
+                 earlier: dict | None = None, *, exec_search: bool = True, without_local: bool = False) -> dict:
     """Every column's picks, measurement count and search time; then all picks side by side. The beam
     and exec columns' searches are taken from ``earlier`` (a row of this kernel on this machine) when
     given: their picks are measured again, beside the others."""
     picks: dict[str, list[str]] = {}
     row: dict = {"measurements": {}, "search_s": {}, "own_harness": {}}
-    for method in ("beam", "exec"):
-        if earlier is not None:
+    for method in ("beam", "exec") if exec_search else ("beam",):
+        if earlier is not None and method in earlier["picks"]:
             picks[method] = earlier["picks"][method]
             for key in ("measurements", "search_s", "own_harness"):
                 row[key][method] = earlier[key][method]
@@ -86,14 +96,16 @@ def bench_kernel(program: Program, model: CostModel, budgets: list[int], strateg
         row["measurements"][method] = r.measurements
         row["search_s"][method] = r.search_time_s
         row["own_harness"][method] = r.measured_speedup
-    for strategy in strategies:  # each budget is spread over its own phases: one search per budget
-        for b in budgets:
-            history, rounds, r = adaptive_history(program, model, b, strategy)
-            name = f"{strategy}-{b}"
-            picks[name] = [s for s, _ in sorted(history, key=lambda x: -x[1])[:TOP_K]]
-            row["measurements"][name] = len(history) + TOP_K
-            row["search_s"][name] = rounds[-1][1] if rounds else 0.0
-            row["own_harness"][name] = r.measured_speedup
+    variants = {"": {}} | ({"-nolocal": NO_LOCAL} if without_local else {})
+    for strategy, b, (suffix, extra) in itertools.product(strategies, budgets, variants.items()):
+        # each budget is spread over its own phases: one search per budget
+        history, rounds, r = adaptive_history(program, model, b, strategy, **extra)
+        name = f"{strategy}-{b}{suffix}"
+        picks[name] = [s for s, _ in sorted(history, key=lambda x: -x[1])[:TOP_K]]
+        row["measurements"][name] = len(history) + TOP_K
+        row["search_s"][name] = rounds[-1][1] if rounds else 0.0
+        row["own_harness"][name] = r.measured_speedup
+        row.setdefault("history", {})[name] = history  # in the order measured: which phase found what
     texts = list(dict.fromkeys(["", *(t for ts in picks.values() for t in ts)]))
     ms = MeasuringEvaluator(LocalRunner(chunk=len(texts))).measure([Schedule.parse(t).apply(program) for t in texts],
                                                                     texts)
@@ -107,7 +119,7 @@ def bench_kernel(program: Program, model: CostModel, budgets: list[int], strateg
     return row
 
 
-def adaptive_history(program: Program, model: CostModel, budget: int, strategy: str):
+def adaptive_history(program: Program, model: CostModel, budget: int, strategy: str, **options: float):
     """(schedule, measured speedup) in the order an adaptive search measured them, (count, seconds) after
     each of its batches, and its result."""
     rounds: list[tuple[int, float]] = []
@@ -119,7 +131,7 @@ def adaptive_history(program: Program, model: CostModel, budget: int, strategy: 
         history[:] = [(str(c.schedule), c.score) for c in measured]
 
     r = optimize(program, method="adaptive", model=model, on_round=seen,
-                 adaptive=AdaptiveOptions(measure_budget=budget, strategy=strategy))
+                 adaptive=AdaptiveOptions(measure_budget=budget, strategy=strategy, **options))
     return history, rounds, r
 
 
@@ -139,7 +151,9 @@ def table(rows: list[dict], columns: list[str]) -> str:
                          + " | " + " / ".join(str(r["measurements"][c]) for c in columns) + " |")
         gm = {c: gmean([r["speedup"][c] for r in rs]) for c in columns}
         lines.append("| **geometric mean** | " + " | ".join(f"**{gm[c]:.2f}x**" for c in columns) + " | |")
-        lines.append("| ratio to exec | " + " | ".join(f"{100 * gm[c] / gm['exec']:.0f}%" for c in columns) + " | |")
+        if "exec" in columns:
+            lines.append("| ratio to exec | " + " | ".join(f"{100 * gm[c] / gm['exec']:.0f}%" for c in columns)
+                         + " | |")
         wall = {c: statistics.median(r["search_s"][c] for r in rs) for c in columns}
         lines.append("| median search s | " + " | ".join(f"{wall[c]:.0f}" for c in columns) + " | |")
     return "\n".join(lines) + "\n"
@@ -151,6 +165,9 @@ def main() -> None:
                     help="groups (bench, selection, c) or kernel names of them")
     ap.add_argument("--budgets", type=int, nargs="+", default=[16, 32, 64])
     ap.add_argument("--strategies", nargs="+", default=["rounds"], choices=["rounds", "staged"])
+    ap.add_argument("--no-exec", action="store_true", help="leave execution-based search out")
+    ap.add_argument("--without-local", action="store_true",
+                    help="also run each adaptive search without its local phase (columns ...-nolocal)")
     ap.add_argument("--model", default=str(default_model()), help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--redo", action="store_true",
                     help="search again the kernels OUT.jsonl holds, taking beam's and exec's searches (not their "
@@ -178,14 +195,18 @@ def main() -> None:
         earlier = old if old is not None and old["machine"] == fingerprint(info) else None
         t0 = time.time()
         row = {"group": group, "kernel": name,
-               **bench_kernel(program, model, sorted(args.budgets), args.strategies, earlier),
+               **bench_kernel(program, model, sorted(args.budgets), args.strategies, earlier,
+                              exec_search=not args.no_exec, without_local=args.without_local),
                "wall_s": time.time() - t0, "machine": fingerprint(info)}
         if earlier is not None:
-            row["wall_s"] += earlier["search_s"]["beam"] + earlier["search_s"]["exec"]
+            row["wall_s"] += sum(earlier["search_s"].get(m, 0.0) for m in ("beam", "exec") if m in row["picks"])
         rows = [r for r in rows if r is not old] + [row]
         write_rows(jsonl, rows)
         print(group, name, {c: round(v, 2) for c, v in row["speedup"].items()}, f"{row['wall_s']:.0f} s", flush=True)
-    columns = ["beam", "exec"] + [f"{st}-{b}" for st in args.strategies for b in sorted(args.budgets)]
+    columns = ["beam"] + ([] if args.no_exec else ["exec"]) + [
+        f"{st}-{b}{v}" for st in args.strategies for b in sorted(args.budgets)
+        for v in ["", *(["-nolocal"] if args.without_local else [])]]
+    rows = [r for r in rows if all(c in r["speedup"] for c in columns)]
     commit = head_commit()
     header = ("# Adaptive search against beam and exec\n\n"
               f"`python bench/adaptive.py --kernels {' '.join(args.kernels)} "

@@ -226,7 +226,8 @@ def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_
         scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
         # every measurement but the first one's (the rounds') for blocks, while they pay
         ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
-                                 opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, blocks=1.0))
+                                 opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, blocks=1.0,
+                                                      local=0.0))
         every = [t for b in runner.batches for t in b]
         assert len(every) == 16 == len(set(every)) and ranked[0].score == max(m.speedup for m in measurer.measurements)
         return every, batches, ranked

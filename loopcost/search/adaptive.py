@@ -9,7 +9,10 @@ no per-kernel correction of its leaves revisits), until the budget is spent or n
 stage measures only the model's best children of the beam (of distinct cores, the stage's share of the
 budget) and keeps the fastest measured states in the beam: as myopic as execution-based search (on 2mm
 it kept early interchanges that measured 1.3x and never reached the tiled parallel nests that rounds
-found at 4.8x, `bench/ADAPTIVE.md`). After every batch the model is refitted
+found at 4.8x, `bench/ADAPTIVE.md`). Either strategy leaves the end of the budget to register blocks of
+the fastest nests (``search.blocks``), then to a measured local search among the neighbors of the fastest
+schedules (``search.neighbors``: one step replaced, dropped or added), ranked by the corrected model.
+After every batch the model is refitted
 to every measurement so far (``costmodel.update``, always from the offline model).
 """
 
@@ -31,6 +34,7 @@ from .base import Scored
 from .beam import beam_search
 from .blocks import Block, blocks, nest_of, packs
 from .evaluator import MeasuringEvaluator, ModelEvaluator
+from .neighbors import Neighbor, legal, neighbors
 from .ranking import RANKED, diverse_top
 
 #: how an adaptive search spends its measurements: ``rounds`` runs whole model-guided beam searches and
@@ -46,7 +50,8 @@ class AdaptiveOptions:
     search turned away from the first steps already measured (``Novelty``; the k-th of them from the first
     ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states. The last ``blocks`` share of the
     budget measures register blocks of the loop nests of the ``block_nests`` fastest schedules
-    (``search.blocks``)."""
+    (``search.blocks``); the last ``local`` share measures the best-predicted neighbors of the ``local_bases``
+    fastest schedules (``search.neighbors``), a batch at a time."""
 
     measure_budget: int = 48
     batch: int = 8
@@ -55,15 +60,18 @@ class AdaptiveOptions:
     strategy: str = "rounds"
     novel: int = 2
     novel_depths: tuple[int, ...] = (1,)
-    blocks: float = 0.375
+    blocks: float = 0.25
     block_nests: int = 3
+    local: float = 0.25
+    local_bases: int = 2
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
         if self.measure_budget < 1 or self.batch < 1 or self.beam_size < 1 or self.explore < 0:
             raise LoopcostError("--measure-budget, --batch and --budget must be at least 1")
-        if not 0 <= self.blocks <= 1:
-            raise LoopcostError("the share of the budget spent on register blocks must be between 0 and 1")
+        if not (0 <= self.blocks and 0 <= self.local and self.blocks + self.local <= 1):
+            raise LoopcostError("the shares of the budget spent on register blocks and on neighbors must be "
+                                "between 0 and 1, and together at most 1")
         if self.strategy not in STRATEGIES:
             raise LoopcostError(f"unknown adaptive strategy {self.strategy!r}; use one of {STRATEGIES}")
 
@@ -241,7 +249,7 @@ def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
     nest, its fastest schedule and its fastest without jams; ``search.blocks``: ranked by the reuse they
     create, not by the model, which never saw them), a batch
     at a time, until the budget is spent or none is left; after a first batch none of which beats the
-    fastest schedule before it by ``BLOCK_GAIN``, what is left goes back to the rounds. Each batch starts
+    fastest schedule before it by ``BLOCK_GAIN``, what is left goes to the neighbors (or the rounds). Each batch starts
     with the packs (``search.blocks.packs``) of the fastest schedule so far, where it has blocks."""
     found: dict[str, list[Block]] = {}
     tried: set[Schedule] = set()  # schedules whose packs were measured
@@ -276,6 +284,44 @@ def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
         learner.measure(chosen[:n])
 
 
+#: how many neighbors of one change (``Neighbor.change``: a step replaced, dropped or added) a batch takes
+#: before it takes a second change's
+PER_CHANGE = 2
+
+
+def _local(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
+    """Measured local search: batches of the legal neighbors (``search.neighbors``) of the ``opts.local_bases``
+    fastest measured schedules that the current model ranks highest, at most ``PER_CHANGE`` of one change
+    before the next change's, until the budget is spent or no neighbor is left; each batch starts from
+    what the last one found."""
+    found: dict[Schedule, list[Neighbor]] = {}
+    while (left := opts.measure_budget - len(learner.measured)) > 0 and learner.measured:
+        bases = sorted(learner.measured.values(), key=lambda c: -c.score)[:opts.local_bases]
+        fresh: dict[tuple, Neighbor] = {}
+        for c in bases:
+            if c.schedule not in found:
+                found[c.schedule] = neighbors(state, c.schedule, space)
+            fresh.update((n.state.key, n) for n in found[c.schedule]
+                         if n.state.key not in learner.measured and n.state.key not in fresh)
+        if not fresh:
+            return
+        cands = list(fresh.values())
+        scores = learner.scorer.score([n.state for n in cands])
+        chosen: list[Scored] = []
+        taken: dict[str, int] = {}
+        n = min(opts.batch, left)
+        for i in np.argsort(-scores, kind="stable"):
+            if len(chosen) == n:
+                break
+            c = cands[i]
+            if taken.get(c.change, 0) < PER_CHANGE and legal(state, c):
+                taken[c.change] = taken.get(c.change, 0) + 1
+                chosen.append(Scored(float(scores[i]), c.schedule, c.state))
+        if not chosen:
+            return
+        learner.measure(chosen)
+
+
 def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: MeasuringEvaluator, *,
                     opts: AdaptiveOptions = AdaptiveOptions(), space: SpaceOptions = SpaceOptions(),
                     keep: int = RANKED, on_round: Callable[[list[Scored]], None] | None = None) -> list[Scored]:
@@ -286,8 +332,11 @@ def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: Measu
     called after each batch's measurements with every measured schedule so far, in the order measured.
     """
     learner = _Learner(scorer, measurer, opts.update, on_round)
-    first = replace(opts, measure_budget=max(1, opts.measure_budget - round(opts.blocks * opts.measure_budget)))
+    local = round(opts.local * opts.measure_budget)
+    first = replace(opts, measure_budget=max(1, opts.measure_budget - local - round(opts.blocks * opts.measure_budget)))
     (_staged if opts.strategy == "staged" else _rounds)(state, learner, first, space)
-    _blocks(state, learner, opts, space)
-    _rounds(state, learner, opts, space)  # what the blocks left of the budget
+    _blocks(state, learner, replace(opts, measure_budget=opts.measure_budget - local), space)
+    if opts.local > 0:
+        _local(state, learner, opts, space)  # with what the blocks left of their share
+    _rounds(state, learner, opts, space)  # what the neighbors left of the budget
     return sorted(learner.measured.values(), key=lambda c: -c.score)[:keep]

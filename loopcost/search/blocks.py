@@ -101,18 +101,6 @@ def nest_of(schedule: Schedule, jams: bool = True) -> str:
     return " ".join(str(s) for s in schedule.steps if s.kind in NEST_KINDS and (jams or s.kind != "jam"))
 
 
-def _replay(state: ProgramState, steps: tuple[Transformation, ...]) -> tuple[ProgramState, tuple[Transformation, ...]]:
-    """``steps`` applied in order (legality checked), those that no longer apply left out."""
-    kept = []
-    for step in steps:
-        try:
-            state = step.apply(state)
-            kept.append(step)
-        except ScheduleError:
-            continue
-    return state, tuple(kept)
-
-
 _Jams = tuple[tuple[Transformation, ...], ProgramState]
 
 
@@ -160,7 +148,7 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
         base = Schedule(nest).apply(root)
     except ScheduleError:
         return []
-    full, _ = _replay(base, tail)
+    full, _ = Schedule(tail).replay(base)
     avoid = {t.loop for t in full.tags if t.kind == "parallel"}  # an unroll or vector step that clashes is dropped
     avoid |= {t.loop + "_r" for t in base.tags if t.kind == "jam"}  # a block's loop of blocks: jams of jams
     out: dict[frozenset, Block] = {}
@@ -171,8 +159,8 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
         levels = [cs.level_of(j.loop) for j in jams for cs in base.comps_with(j.loop)[:1]]
         iters = {v for j in jams for cs in base.comps_with(j.loop) for v in base.moves_with(cs)[cs.level_of(j.loop)]}
         worth = balance(state)
-        state, kept = _replay(state, tail)
-        out[key] = Block(Schedule(nest + jams + kept), state, nest_of(schedule), key, frozenset(iters), worth,
+        state, kept = Schedule(tail).replay(state)
+        out[key] = Block(Schedule(nest + jams) + kept, state, nest_of(schedule), key, frozenset(iters), worth,
                          sum(levels))
     return sorted(out.values(), key=lambda b: (-b.worth, -b.depth))
 

@@ -149,3 +149,16 @@ class Schedule:
             except ScheduleError as e:
                 raise type(e)(f"step {k + 1}, {step}: {e}") from None
         return state
+
+    def replay(self, state: ProgramState, *, check: bool = True) -> tuple[ProgramState, Schedule]:
+        """The steps applied in order from ``state``, each one that no longer applies (or, with ``check``, is
+        illegal there) left out: the state reached and the steps kept. For a schedule's tail replayed on top
+        of another change (a jam, a replaced step)."""
+        kept = []
+        for step in self.steps:
+            try:
+                state = step.apply(state) if check else step.transformed(state)
+            except ScheduleError:
+                continue
+            kept.append(step)
+        return state, Schedule(tuple(kept))
