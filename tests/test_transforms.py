@@ -115,6 +115,17 @@ def test_notation_and_json_round_trip():
 
 
 @pytest.mark.slow
+def test_replay_leaves_out_the_steps_that_no_longer_apply_or_are_illegal():
+    p = KERNELS["gemm"].program("small")
+    untiled = Schedule.parse("F(S0,S1,0) I(j_1,k)").apply(p)
+    # the tile loop the parallel step names is gone: the step is left out, the unroll stays
+    state, kept = Schedule.parse("P(i_1_t) U(j_1,4)").replay(untiled)
+    assert str(kept) == "U(j_1,4)" and state.key == Schedule.parse("F(S0,S1,0) I(j_1,k) U(j_1,4)").apply(p).key
+    # a parallel k carries the reduction: left out when checked, kept without the check
+    assert str(Schedule.parse("P(k) P(i_1)").replay(untiled)[1]) == "P(i_1)"
+    assert str(Schedule.parse("P(k) P(i_1)").replay(untiled, check=False)[1]) == "P(k) P(i_1)"
+
+
 def test_candidates_are_legal_cover_every_kind_and_exclude_illegal_ones():
     seen = set()
     for name in ("gemm", "heat-3d", "blur", "2mm"):

@@ -243,7 +243,9 @@ class _Printer:
         build = isl.AstBuild.from_context(box.context)
         low = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.low]
         high = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.high]
-        inside = self.state.comp(next(iter(under)))
+        # a statement that runs the loop (another under the node may sit at that level without a loop: an
+        # initialization fused into the node's scope, as syrk's blocks had it)
+        inside = next(cs for cs in map(self.state.comp, sorted(under)) if loop in cs.loops)
         every = runs(self.state, inside.betas[:inside.level_of(loop) + 1])
         reading = box.context.gist(every)
         guard = None if reading.plain_is_universe() else \
