@@ -35,6 +35,9 @@ def test_the_box_of_a_tile_moves_with_the_tile_loops_and_has_the_tiles_extents()
     # S1 fused into S0's tile loops: where isl leaves out a tile loop that runs once, that part reads A itself
     # (the copy's offsets would name the missing loop's iterator: a compile error in 2% of random programs)
     ("jacobi-2d", "T2(i,j,8,8) F(S0,S1,3) K(A,i)"),
+    # the tile loop j_1_t runs S1 only, but S0 (no such loop) sits under its node too: the copy's level
+    # comes from S1 (taking it from S0 raised ValueError, in the runs where S0 came first)
+    ("syrk", "T3(i,k,j_1,128,16,8) J(k,16) K(A,j_1_t)"),
 ])
 def test_packed_schedules_compute_what_the_program_computes(name, text):
     state = Schedule.parse(text).apply(KERNELS[name].program("small"))
