@@ -55,7 +55,7 @@ def test_the_local_phase_measures_legal_neighbors_of_the_fastest_schedules_withi
     first = 16 - 12  # the rounds' share, then the neighbors' batches
     done = set(every[:first])
     for batch in runner.batches[first // 4:]:
-        # each local batch: neighbors of schedules measured before it, at most PER_CHANGE of one change
+        # each local batch: neighbors of schedules measured before it
         near = {str(n.schedule) for t in done for n in neighbors(root, Schedule.parse(t))}
         assert set(batch) <= near
         done |= set(batch)

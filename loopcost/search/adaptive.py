@@ -291,10 +291,10 @@ PER_CHANGE = 2
 
 def _local(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
     """Measured local search: batches of the legal neighbors (``search.neighbors``) of the ``opts.local_bases``
-    fastest measured schedules that the current model ranks highest, at most ``PER_CHANGE`` of one change
-    before the next change's, until the budget is spent or no neighbor is left; each batch starts from
-    what the last one found."""
+    fastest measured schedules that the current model ranks highest, at most ``PER_CHANGE`` of each change,
+    until the budget is spent or no neighbor is left; each batch starts from what the last one found."""
     found: dict[Schedule, list[Neighbor]] = {}
+    refused: set[tuple] = set()  # neighbors found illegal: checked once, not again in every batch
     while (left := opts.measure_budget - len(learner.measured)) > 0 and learner.measured:
         bases = sorted(learner.measured.values(), key=lambda c: -c.score)[:opts.local_bases]
         fresh: dict[tuple, Neighbor] = {}
@@ -302,7 +302,8 @@ def _local(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space:
             if c.schedule not in found:
                 found[c.schedule] = neighbors(state, c.schedule, space)
             fresh.update((n.state.key, n) for n in found[c.schedule]
-                         if n.state.key not in learner.measured and n.state.key not in fresh)
+                         if n.state.key not in learner.measured and n.state.key not in refused
+                         and n.state.key not in fresh)
         if not fresh:
             return
         cands = list(fresh.values())
@@ -314,9 +315,13 @@ def _local(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space:
             if len(chosen) == n:
                 break
             c = cands[i]
-            if taken.get(c.change, 0) < PER_CHANGE and legal(state, c):
-                taken[c.change] = taken.get(c.change, 0) + 1
-                chosen.append(Scored(float(scores[i]), c.schedule, c.state))
+            if taken.get(c.change, 0) >= PER_CHANGE:
+                continue
+            if not legal(state, c):
+                refused.add(c.state.key)
+                continue
+            taken[c.change] = taken.get(c.change, 0) + 1
+            chosen.append(Scored(float(scores[i]), c.schedule, c.state))
         if not chosen:
             return
         learner.measure(chosen)
