@@ -167,7 +167,8 @@ class _Printer:
         self.local: dict[Element, str] = {}  # elements kept in local variables in the loop being printed
         self.values: dict[str, Affine | None] = {}  # iterators of the jam copies being printed: their values
         self.tests: dict[str, tuple] = {}  # each jam copy's guard: its tests (value, bound)
-        self.packs: dict[str, Packed] = {}  # buffers read from their copies where the node is printed
+        #: buffers read from their copies where the node is printed, and the statements that read them so
+        self.packs: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {}
         self.copies = 0  # packs printed
         self.packed: set[tuple[str, str]] = set()  # (loop, buffer) packs whose loop is being printed
 
@@ -233,24 +234,26 @@ class _Printer:
         return any(r.buffer == buffer for c in self.statements_under(node) for r in self.comps[c].reads())
 
     def copy_c(self, node: isl.AstNode, loop: str, buffer: str) -> tuple[tuple[int, ...], list[str], list[str],
-                                                                        str | None]:
+                                                                        str | None, frozenset[str]]:
         """The copy of ``buffer`` that ``node`` (a run of ``loop``) reads: its extents, the C text of its low
-        and high ends, and the condition on the runs in which the statements under the node read it (None:
+        and high ends, the condition on the runs in which the statements under the node read it (None:
         in every run of the loops around; a loop fused with a longer one, inside the node or beside it, makes
-        them run where the statements do not, and the box is not there)."""
+        them run where the statements do not, and the box is not there), and the statements that read the
+        copy (those inside ``loop``: isl may print another one under the node, where a loop it shares with
+        them runs once, and that one reads the buffer)."""
         under = frozenset(self.statements_under(node))
         box = read_box(self.state, loop, buffer, under)
         build = isl.AstBuild.from_context(box.context)
         low = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.low]
         high = [_isl_c(build.expr_from_pw_aff(pa)) for pa in box.high]
-        # a statement that runs the loop (another under the node may sit at that level without a loop: an
+        # a statement that reads the copy (another under the node may sit at that level without the loop: an
         # initialization fused into the node's scope, as syrk's blocks had it)
-        inside = next(cs for cs in map(self.state.comp, sorted(under)) if loop in cs.loops)
+        inside = self.state.comp(min(box.readers))
         every = runs(self.state, inside.betas[:inside.level_of(loop) + 1])
         reading = box.context.gist(every)
         guard = None if reading.plain_is_universe() else \
             _isl_c(isl.AstBuild.from_context(every).expr_from_set(reading))
-        return box.extents, low, high, guard
+        return box.extents, low, high, guard, box.readers
 
     def copies_in_scope(self, node: isl.AstNode, loop: str) -> dict[str, tuple]:
         """``copy_c`` of each buffer that ``loop`` packs and the statements under ``node`` read, where it is a
@@ -262,7 +265,7 @@ class _Printer:
             if (loop, b) in self.packed or not self.reads_under(node, b):
                 continue
             copy = self.copy_c(node, loop, b)
-            _, low, high, guard = copy
+            _, low, high, guard, _ = copy
             if set(_ITERATOR.findall(" ".join(low + high + [guard or ""]))) <= set(self.scope):
                 out[b] = copy
         return out
@@ -273,7 +276,7 @@ class _Printer:
         the copies."""
         self.emit(depth, "{")
         outer = dict(self.packs)
-        for buf, (extents, low, high, guard) in copies.items():
+        for buf, (extents, low, high, guard, readers) in copies.items():
             name = f"lc_pack{len(self.packed)}"
             self.copies += 1
             offsets = tuple(f"{name}_o{d}" for d in range(len(extents)))
@@ -289,7 +292,7 @@ class _Printer:
                 self.emit(at + d, f"for (int {it} = {offsets[d]}; {it} <= ({hi}); {it}++)")
             self.emit(at + len(its), name + "".join(f"[{it} - {o}]" for it, o in zip(its, offsets, strict=True))
                       + f" = {buf}" + "".join(f"[{it}]" for it in its) + ";")
-            self.packs[buf] = (name, offsets)
+            self.packs[buf] = (name, offsets, readers)
             self.packed.add((loop, buf))
         self.node(node, depth + 1)
         self.packs = outer
@@ -495,8 +498,9 @@ class _Printer:
             aenv = self.aenv(call) if self.values else {}
             env = {lp.name: aenv[lp.name].to_c() if aenv.get(lp.name) is not None else a
                    for lp, a in zip(self.loops[name], args, strict=True)}
+            packs = {b: (copy, offsets) for b, (copy, offsets, readers) in self.packs.items() if name in readers}
             self.emit(depth, statement_c(self.comps[name], self.p, env, self.local, (aenv or self.aenv(call))
-                                         if self.local else None, self.packs))
+                                         if self.local else None, packs))
         elif t == isl.ast_node_type.mark:
             self.node(node.mark_get_node(), depth)
         else:

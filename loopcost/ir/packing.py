@@ -28,12 +28,15 @@ ELEMENT_BYTES = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2,
 @dataclass(frozen=True)
 class Box:
     """What a run of a loop reads of a buffer: per dimension, the lowest and highest index (isl functions
-    of the iterators ``c0 ..`` of the loops around it, defined on ``context``) and the most elements."""
+    of the iterators ``c0 ..`` of the loops around it, defined on ``context``) and the most elements; the
+    computations inside the loop that read it (``readers``: only these may read the copy; another one that
+    code generation prints in the same place, without the loop, reads the buffer)."""
 
     low: tuple[isl.PwAff, ...]
     high: tuple[isl.PwAff, ...]
     extents: tuple[int, ...]
     context: isl.Set
+    readers: frozenset[str]
 
     @property
     def elements(self) -> int:
@@ -66,7 +69,7 @@ def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] |
         low.append(lo)
         high.append(hi)
         extents.append(most.to_python() + 1)
-    return Box(tuple(low), tuple(high), tuple(extents), context)
+    return Box(tuple(low), tuple(high), tuple(extents), context, frozenset(cs.comp for cs in readers))
 
 
 def _inside(state: ProgramState, loop: str, only: frozenset[str] | None,
