@@ -8,16 +8,18 @@ through the C frontend, all at their benchmark size), it runs:
 - ``beam``: the default search (shipped model, beam 4; its diverse top 5 are its picks);
 - ``exec``: execution-based beam search (every candidate measured; its measured top 5 are its picks);
 - ``rounds-N``, ``staged-N``: an adaptive search with budget N (``--strategy rounds``, the default, or
-  ``staged``), for each of ``--budgets`` (each spreads its budget over its phases: then register blocks,
-  then the neighbors of the fastest schedules); its picks are the 5 fastest it measured;
-- ``rounds-N-nolocal`` (with ``--without-local``): the same search without the neighbors' phase (its
-  share to the rounds, 3/8 to register blocks: the adaptive search before the local phase existed).
+  ``staged``), for each of ``--budgets`` (each spreads its budget over its phases: the rounds, then register
+  blocks and the neighbors of the fastest schedules); its picks are the 5 fastest it measured;
+- ``rounds-N-nolocal`` (with ``--without-local``): the same search without neighbors (5/8 of the budget
+  to the rounds, 3/8 to register blocks: the adaptive search before its local phase existed).
 
 ``--no-exec`` leaves execution-based search out (15 minutes a kernel on 2 cores): a comparison of
 adaptive searches alone.
 
 Then every column's picks and the unscheduled program are compiled into one harness, measured side by
-side and verified; a column's speedup is the best of its picks there (1.0 when none beats the
+side and verified, ``--repeats`` times (default 3, each harness in another order; a pick's speedup is its
+median over them: on AMD EPYC parallel runs of 40-100 ms moved 10-30% between two harnesses); a column's
+speedup is the best of its picks there (1.0 when none beats the
 unscheduled program, as ``loopcost optimize`` returns). Each column's measurement count (the final 5
 included) and search wall time are kept. Measures nothing into the machine's store and reuses nothing
 from it: every column measures for itself. Rows are appended to ``OUT.jsonl`` as kernels finish, with
@@ -75,12 +77,14 @@ def programs(groups: list[str]) -> list[tuple[str, str, Program]]:
 
 
 #: the adaptive search as it was before its local phase: rounds, then 3/8 of the budget to register blocks
-NO_LOCAL = dict(local=0.0, blocks=0.375)
+NO_LOCAL = dict(refine=0.375, refiners=("blocks",))
 
 
 def bench_kernel(program: Program, model: CostModel, budgets: list[int], strategies: list[str],
-                 earlier: dict | None = None, *, exec_search: bool = True, without_local: bool = False) -> dict:
-    """Every column's picks, measurement count and search time; then all picks side by side. The beam
+                 earlier: dict | None = None, *, exec_search: bool = True, without_local: bool = False,
+                 repeats: int = 3) -> dict:
+    """Every column's picks, measurement count and search time; then all picks side by side, in ``repeats``
+    harnesses (a pick's speedup: its median over them). The beam
     and exec columns' searches are taken from ``earlier`` (a row of this kernel on this machine) when
     given: their picks are measured again, beside the others."""
     picks: dict[str, list[str]] = {}
@@ -107,19 +111,25 @@ def bench_kernel(program: Program, model: CostModel, budgets: list[int], strateg
         row["own_harness"][name] = r.measured_speedup
         row.setdefault("history", {})[name] = history  # in the order measured: which phase found what
     texts = list(dict.fromkeys(["", *(t for ts in picks.values() for t in ts)]))
-    ms = MeasuringEvaluator(LocalRunner(chunk=len(texts))).measure([Schedule.parse(t).apply(program) for t in texts],
-                                                                    texts)
-    base = ms[0].speedup or 0.0  # the unscheduled program's own copy, beside the harness's baseline run
-    sp = {t: (m.speedup or 0.0) / base if base > 0 else 0.0 for t, m in zip(texts, ms, strict=True)}
+    states = {t: Schedule.parse(t).apply(program) for t in texts}
+    runs: dict[str, list[float]] = {t: [] for t in texts}  # a text's speedup in each harness
+    row["raw_times"] = []
+    for r in range(repeats):  # each harness in another order: no schedule always runs first or last
+        order = texts[r * len(texts) // repeats:] + texts[:r * len(texts) // repeats]
+        ms = MeasuringEvaluator(LocalRunner(chunk=len(order))).measure([states[t] for t in order], order)
+        base = ms[order.index("")].speedup or 0.0  # the unscheduled program's own copy, beside the baseline run
+        for t, m in zip(order, ms, strict=True):
+            runs[t].append((m.speedup or 0.0) / base if base > 0 else 0.0)
+        row["raw_times"].append({"baseline": list(ms[0].reference_times)}
+                                | {t: list(m.times) for t, m in zip(order, ms, strict=True)})
+    sp = {t: statistics.median(v) for t, v in runs.items()}
     row["speedup"] = {c: max([1.0] + [sp[t] for t in ts]) for c, ts in picks.items()}
     row["best_schedule"] = {c: max(ts, key=lambda t: sp[t], default="") for c, ts in picks.items()}
-    row["picks"], row["side_by_side"] = picks, sp
-    row["raw_times"] = {"baseline": list(ms[0].reference_times)} | {t: list(m.times)
-                                                                     for t, m in zip(texts, ms, strict=True)}
+    row["picks"], row["side_by_side"], row["side_by_side_runs"] = picks, sp, runs
     return row
 
 
-def adaptive_history(program: Program, model: CostModel, budget: int, strategy: str, **options: float):
+def adaptive_history(program: Program, model: CostModel, budget: int, strategy: str, **options: object):
     """(schedule, measured speedup) in the order an adaptive search measured them, (count, seconds) after
     each of its batches, and its result."""
     rounds: list[tuple[int, float]] = []
@@ -168,6 +178,9 @@ def main() -> None:
     ap.add_argument("--no-exec", action="store_true", help="leave execution-based search out")
     ap.add_argument("--without-local", action="store_true",
                     help="also run each adaptive search without its local phase (columns ...-nolocal)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="harnesses that measure every column's picks side by side (each in another order); a "
+                         "pick's speedup is its median over them (one harness: parallel runs moved 10-30%%)")
     ap.add_argument("--model", default=str(default_model()), help="cost model (default: the one shipped for this CPU)")
     ap.add_argument("--redo", action="store_true",
                     help="search again the kernels OUT.jsonl holds, taking beam's and exec's searches (not their "
@@ -196,7 +209,8 @@ def main() -> None:
         t0 = time.time()
         row = {"group": group, "kernel": name,
                **bench_kernel(program, model, sorted(args.budgets), args.strategies, earlier,
-                              exec_search=not args.no_exec, without_local=args.without_local),
+                              exec_search=not args.no_exec, without_local=args.without_local,
+                              repeats=args.repeats),
                "wall_s": time.time() - t0, "machine": fingerprint(info)}
         if earlier is not None:
             row["wall_s"] += sum(earlier["search_s"].get(m, 0.0) for m in ("beam", "exec") if m in row["picks"])

@@ -1,5 +1,6 @@
 """Adaptive search: a model corrected by the kernel's measurements, batches within a budget."""
 
+import itertools
 import json
 import os
 import subprocess
@@ -226,8 +227,8 @@ def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_
         scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
         # every measurement but the first one's (the rounds') for blocks, while they pay
         ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
-                                 opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, blocks=1.0,
-                                                      local=0.0))
+                                 opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, refine=1.0,
+                                                      refiners=("blocks",)))
         every = [t for b in runner.batches for t in b]
         assert len(every) == 16 == len(set(every)) and ranked[0].score == max(m.speedup for m in measurer.measurements)
         return every, batches, ranked
@@ -244,7 +245,43 @@ def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_
     every, batches, _ = run(ByTags())
     assert len(batches) == 1 and [str(b.schedule) for b in batches[0]] == every[1:5]
     with pytest.raises(Exception, match="register blocks"):
-        AdaptiveOptions(blocks=1.5)
+        AdaptiveOptions(refine=1.5)
+    with pytest.raises(Exception, match="unknown refiners"):
+        AdaptiveOptions(refiners=("blocks", "jams"))
+
+
+def test_the_refinement_goes_on_with_the_kind_of_batch_that_paid_and_hands_over_when_it_did_not(monkeypatch):
+    from loopcost.ir.state import ProgramState
+    from loopcost.search import adaptive
+
+    kinds = []  # (kind, schedules) of each refinement batch, in order
+    for cls in (adaptive._Blocks, adaptive._Neighbors):
+        original = cls.batch
+        def batch(self, learner, n, original=original):
+            chosen = original(self, learner, n)
+            kinds.append((type(self).__name__, [str(c.schedule) for c in chosen]))
+            return chosen
+        monkeypatch.setattr(cls, "batch", batch)
+    runner = ByJams()
+    scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
+    # one batch of rounds, then six of refinement: blocks pay, then do not, neighbors pay, then do not, ...
+    adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
+                    opts=AdaptiveOptions(measure_budget=28, batch=4, beam_size=2, refine=6 / 7))
+    speed = {m.label: m.speedup for m in measurer.measurements}
+    every = [t for b in runner.batches for t in b]
+    assert len(every) == 28 == len(set(every))
+    assert kinds[0][0] == "_Blocks" and {k for k, _ in kinds} == {"_Blocks", "_Neighbors"}
+    alive, first = {"_Blocks", "_Neighbors"}, True  # blocks whose first batch does not pay are not asked again
+    for (kind, batch), (after, _) in itertools.pairwise(kinds):
+        if not batch:  # nothing left of that kind
+            alive.discard(kind)
+            continue
+        start = every.index(batch[0])
+        paid = max(speed[t] for t in batch) >= adaptive.GAIN * max(speed[t] for t in every[:start])
+        if kind == "_Blocks" and first and not paid:
+            alive.discard(kind)
+        first = first and kind != "_Blocks"
+        assert after in alive and (after == kind) == (paid or alive == {kind}), (kind, batch, after)
 
 
 def test_a_block_that_reads_across_rows_gets_its_tile_packed_and_one_along_rows_does_not():

@@ -49,7 +49,7 @@ def test_the_local_phase_measures_legal_neighbors_of_the_fastest_schedules_withi
     scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
     root = ProgramState.initial(gemm())
     ranked = adaptive_search(root, scorer, measurer, opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2,
-                                                                          blocks=0.0, local=0.75))
+                                                                          refine=0.75, refiners=("neighbors",)))
     every = [t for b in runner.batches for t in b]
     assert len(every) == 16 == len(set(every)) == len(measurer.measurements)
     first = 16 - 12  # the rounds' share, then the neighbors' batches

@@ -10,16 +10,17 @@ stage measures only the model's best children of the beam (of distinct cores, th
 budget) and keeps the fastest measured states in the beam: as myopic as execution-based search (on 2mm
 it kept early interchanges that measured 1.3x and never reached the tiled parallel nests that rounds
 found at 4.8x, `bench/ADAPTIVE.md`). Either strategy leaves the end of the budget to register blocks of
-the fastest nests (``search.blocks``), then to a measured local search among the neighbors of the fastest
-schedules (``search.neighbors``: one step replaced, dropped or added), ranked by the corrected model.
-After every batch the model is refitted
-to every measurement so far (``costmodel.update``, always from the offline model).
+the fastest nests (``search.blocks``) and to a measured local search among the neighbors of the fastest
+schedules (``search.neighbors``: one step replaced, dropped or added, ranked by the corrected model), a
+batch of one kind at a time, the kind whose last batch paid going on. After every batch the model is
+refitted to every measurement so far (``costmodel.update``, always from the offline model).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from .ranking import RANKED, diverse_top
 #: measures the best of each; ``staged`` walks beam search's stages, measuring at each the model's best
 #: children and keeping the measured best in the beam
 STRATEGIES = ("rounds", "staged")
+#: what an adaptive search's refinement measures after its rounds: register blocks of the fastest nests
+#: (``search.blocks``), neighbors of the fastest schedules (``search.neighbors``)
+REFINERS = ("blocks", "neighbors")
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,10 @@ class AdaptiveOptions:
     """``measure_budget`` schedules measured at most, by ``strategy``; ``rounds``: ``batch`` a round, of which
     ``explore`` are chosen by the ensemble's disagreement and, after the first round, ``novel`` by a beam
     search turned away from the first steps already measured (``Novelty``; the k-th of them from the first
-    ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states. The last ``blocks`` share of the
-    budget measures register blocks of the loop nests of the ``block_nests`` fastest schedules
-    (``search.blocks``); the last ``local`` share measures the best-predicted neighbors of the ``local_bases``
-    fastest schedules (``search.neighbors``), a batch at a time."""
+    ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states. The last ``refine`` share of
+    the budget measures batches of ``refiners`` (``_refine``): register blocks of the loop nests of the
+    ``block_nests`` fastest schedules (``search.blocks``) and the best-predicted neighbors of the
+    ``local_bases`` fastest schedules (``search.neighbors``)."""
 
     measure_budget: int = 48
     batch: int = 8
@@ -60,18 +64,20 @@ class AdaptiveOptions:
     strategy: str = "rounds"
     novel: int = 2
     novel_depths: tuple[int, ...] = (1,)
-    blocks: float = 0.25
+    refine: float = 0.5
+    refiners: tuple[str, ...] = REFINERS
     block_nests: int = 3
-    local: float = 0.25
     local_bases: int = 2
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
         if self.measure_budget < 1 or self.batch < 1 or self.beam_size < 1 or self.explore < 0:
             raise LoopcostError("--measure-budget, --batch and --budget must be at least 1")
-        if not (0 <= self.blocks and 0 <= self.local and self.blocks + self.local <= 1):
-            raise LoopcostError("the shares of the budget spent on register blocks and on neighbors must be "
-                                "between 0 and 1, and together at most 1")
+        if not 0 <= self.refine <= 1:
+            raise LoopcostError("the share of the budget spent on register blocks and neighbors must be "
+                                "between 0 and 1")
+        if unknown := set(self.refiners) - set(REFINERS):
+            raise LoopcostError(f"unknown refiners {sorted(unknown)}; use some of {REFINERS}")
         if self.strategy not in STRATEGIES:
             raise LoopcostError(f"unknown adaptive strategy {self.strategy!r}; use one of {STRATEGIES}")
 
@@ -218,9 +224,9 @@ def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
     _rounds(state, learner, opts, space)
 
 
-#: how much faster than every schedule measured before them the first batch of blocks must make the
-#: fastest one for the blocks to go on
-BLOCK_GAIN = 1.05
+#: how much faster than every schedule measured before it a batch must make the fastest one to pay: the
+#: refinement goes on with the kind of batch that paid
+GAIN = 1.05
 
 
 def _block_batch(nests: list[list[Block]], fastest: dict[tuple, float], n: int) -> list[Block]:
@@ -244,44 +250,44 @@ def _block_batch(nests: list[list[Block]], fastest: dict[tuple, float], n: int) 
     return chosen
 
 
-def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
-    """Register blocks of the loop nests of the ``opts.block_nests`` fastest measured schedules (of each
-    nest, its fastest schedule and its fastest without jams; ``search.blocks``: ranked by the reuse they
-    create, not by the model, which never saw them), a batch
-    at a time, until the budget is spent or none is left; after a first batch none of which beats the
-    fastest schedule before it by ``BLOCK_GAIN``, what is left goes to the neighbors (or the rounds). Each batch starts
-    with the packs (``search.blocks.packs``) of the fastest schedule so far, where it has blocks."""
-    found: dict[str, list[Block]] = {}
-    tried: set[Schedule] = set()  # schedules whose packs were measured
-    before = max((c.score for c in learner.measured.values()), default=0.0)
-    batches = 0
-    while (left := opts.measure_budget - len(learner.measured)) > 0 and learner.measured:
-        if batches == 1 and max(c.score for c in learner.measured.values()) < BLOCK_GAIN * before:
-            return  # blocks do not pay here (syrk: the rounds' 64 measurements found 6.05x, blocks 3.7-4.9x)
-        batches += 1
+@dataclass
+class _Blocks:
+    """Batches of register blocks of the loop nests of the ``block_nests`` fastest measured schedules (of
+    each nest, its fastest schedule and its fastest without jams; ``search.blocks``: ranked by the reuse
+    they create, not by the model, which never saw them), each starting with the packs
+    (``search.blocks.packs``) of the fastest schedule so far, where it has blocks. Blocks whose first batch
+    does not pay are not asked again: jams do not pay on this kernel (syrk: the rounds' 64 measurements
+    found 6.05x, blocks 3.7-4.9x)."""
+
+    root: ProgramState
+    space: SpaceOptions
+    block_nests: int
+    found: dict[str, list[Block]] = field(default_factory=dict)
+    tried: set[Schedule] = field(default_factory=set)  # schedules whose packs were measured
+    retire_unpaid: ClassVar[bool] = True
+
+    def batch(self, learner: _Learner, n: int) -> list[Scored]:
+        """At most ``n`` blocks and packs not measured yet (none when none is left)."""
         fastest_first = sorted(learner.measured.values(), key=lambda c: -c.score)
-        bases = list(dict.fromkeys(nest_of(c.schedule, jams=False) for c in fastest_first))[:opts.block_nests]
+        bases = list(dict.fromkeys(nest_of(c.schedule, jams=False) for c in fastest_first))[:self.block_nests]
         sources = []  # of each base nest, its fastest schedule and its fastest without jams
         for base in bases:
             of_base = [c for c in fastest_first if nest_of(c.schedule, jams=False) == base]
             sources += [of_base[0], *[c for c in of_base if "jam" not in {t.kind for t in c.schedule.steps}][:1]]
         nests = list(dict.fromkeys(nest_of(c.schedule) for c in sources))
         for c in sources:
-            if nest_of(c.schedule) not in found:
-                found[nest_of(c.schedule)] = blocks(state, c.schedule, space)
+            if nest_of(c.schedule) not in self.found:
+                self.found[nest_of(c.schedule)] = blocks(self.root, c.schedule, self.space)
         fastest: dict[tuple, float] = {}
-        for b in (b for nest in nests for b in found[nest]):
+        for b in (b for nest in nests for b in self.found[nest]):
             if (m := learner.measured.get(b.state.key)) is not None:
                 fastest[b.nest, b.moves_with] = max(fastest.get((b.nest, b.moves_with), 0.0), m.score)
-        fresh = [[b for b in found[nest] if b.state.key not in learner.measured] for nest in nests]
-        packed = [Scored(0.0, sched, st) for c in fastest_first[:1] if c.schedule not in tried
-                  for sched, st in packs(state, c.schedule) if st.key not in learner.measured]
-        tried |= {c.schedule for c in fastest_first[:1]}
-        if not any(fresh) and not packed:
-            return
-        n = min(opts.batch, left)
+        fresh = [[b for b in self.found[nest] if b.state.key not in learner.measured] for nest in nests]
+        packed = [Scored(0.0, sched, st) for c in fastest_first[:1] if c.schedule not in self.tried
+                  for sched, st in packs(self.root, c.schedule) if st.key not in learner.measured]
+        self.tried |= {c.schedule for c in fastest_first[:1]}
         chosen = packed[:n // 2] + [Scored(b.worth, b.schedule, b.state) for b in _block_batch(fresh, fastest, n)]
-        learner.measure(chosen[:n])
+        return chosen[:n]
 
 
 #: how many neighbors of one change (``Neighbor.change``: a step replaced, dropped or added) a batch takes
@@ -289,42 +295,75 @@ def _blocks(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
 PER_CHANGE = 2
 
 
-def _local(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
-    """Measured local search: batches of the legal neighbors (``search.neighbors``) of the ``opts.local_bases``
-    fastest measured schedules that the current model ranks highest, at most ``PER_CHANGE`` of each change,
-    until the budget is spent or no neighbor is left; each batch starts from what the last one found."""
-    found: dict[Schedule, list[Neighbor]] = {}
-    refused: set[tuple] = set()  # neighbors found illegal: checked once, not again in every batch
-    while (left := opts.measure_budget - len(learner.measured)) > 0 and learner.measured:
-        bases = sorted(learner.measured.values(), key=lambda c: -c.score)[:opts.local_bases]
+@dataclass
+class _Neighbors:
+    """Measured local search: batches of the legal neighbors (``search.neighbors``) of the ``bases`` fastest
+    measured schedules that the current model ranks highest, at most ``PER_CHANGE`` of each change; each
+    batch starts from what the batches before it found."""
+
+    root: ProgramState
+    space: SpaceOptions
+    bases: int
+    found: dict[Schedule, list[Neighbor]] = field(default_factory=dict)
+    refused: set[tuple] = field(default_factory=set)  # found illegal: checked once, not again in every batch
+    retire_unpaid: ClassVar[bool] = False
+
+    def batch(self, learner: _Learner, n: int) -> list[Scored]:
+        """At most ``n`` legal neighbors not measured yet (none when none is left)."""
         fresh: dict[tuple, Neighbor] = {}
-        for c in bases:
-            if c.schedule not in found:
-                found[c.schedule] = neighbors(state, c.schedule, space)
-            fresh.update((n.state.key, n) for n in found[c.schedule]
-                         if n.state.key not in learner.measured and n.state.key not in refused
-                         and n.state.key not in fresh)
+        for c in sorted(learner.measured.values(), key=lambda c: -c.score)[:self.bases]:
+            if c.schedule not in self.found:
+                self.found[c.schedule] = neighbors(self.root, c.schedule, self.space)
+            fresh.update((m.state.key, m) for m in self.found[c.schedule]
+                         if m.state.key not in learner.measured and m.state.key not in self.refused
+                         and m.state.key not in fresh)
         if not fresh:
-            return
+            return []
         cands = list(fresh.values())
-        scores = learner.scorer.score([n.state for n in cands])
+        scores = learner.scorer.score([m.state for m in cands])
         chosen: list[Scored] = []
         taken: dict[str, int] = {}
-        n = min(opts.batch, left)
         for i in np.argsort(-scores, kind="stable"):
             if len(chosen) == n:
                 break
             c = cands[i]
             if taken.get(c.change, 0) >= PER_CHANGE:
                 continue
-            if not legal(state, c):
-                refused.add(c.state.key)
+            if not legal(self.root, c):
+                self.refused.add(c.state.key)
                 continue
             taken[c.change] = taken.get(c.change, 0) + 1
             chosen.append(Scored(float(scores[i]), c.schedule, c.state))
-        if not chosen:
-            return
+        return chosen
+
+
+def _refine(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
+    """Spend the budget on batches of ``opts.refiners``, first the first: a kind goes on while its batches
+    pay (raise the fastest measured by ``GAIN``), and one that does not hands the next batch to the next
+    kind (blocks whose first batch does not pay are not asked again); until the budget is spent or no kind
+    has anything left. On 2mm and 3mm (AMD EPYC) neighbors pay after the blocks, on gemm-class kernels
+    blocks of blocks do: a fixed split of the budget between them lost one or the other."""
+    kinds: list[_Blocks | _Neighbors] = [
+        _Blocks(state, space, opts.block_nests) if k == "blocks" else _Neighbors(state, space, opts.local_bases)
+        for k in opts.refiners]
+    asked = [0] * len(kinds)
+    turn = 0
+    while kinds and learner.measured and (left := opts.measure_budget - len(learner.measured)) > 0:
+        chosen = kinds[turn].batch(learner, min(opts.batch, left))
+        if not chosen:  # nothing left of this kind
+            del kinds[turn], asked[turn]
+            turn = turn % len(kinds) if kinds else 0
+            continue
+        before = max(c.score for c in learner.measured.values())
         learner.measure(chosen)
+        asked[turn] += 1
+        if max(c.score for c in learner.measured.values()) >= GAIN * before:
+            continue
+        if asked[turn] == 1 and kinds[turn].retire_unpaid:
+            del kinds[turn], asked[turn]
+            turn = turn % len(kinds) if kinds else 0
+        else:
+            turn = (turn + 1) % len(kinds)
 
 
 def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: MeasuringEvaluator, *,
@@ -337,11 +376,8 @@ def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: Measu
     called after each batch's measurements with every measured schedule so far, in the order measured.
     """
     learner = _Learner(scorer, measurer, opts.update, on_round)
-    local = round(opts.local * opts.measure_budget)
-    first = replace(opts, measure_budget=max(1, opts.measure_budget - local - round(opts.blocks * opts.measure_budget)))
+    first = replace(opts, measure_budget=max(1, opts.measure_budget - round(opts.refine * opts.measure_budget)))
     (_staged if opts.strategy == "staged" else _rounds)(state, learner, first, space)
-    _blocks(state, learner, replace(opts, measure_budget=opts.measure_budget - local), space)
-    if opts.local > 0:
-        _local(state, learner, opts, space)  # with what the blocks left of their share
-    _rounds(state, learner, opts, space)  # what the neighbors left of the budget
+    _refine(state, learner, opts, space)
+    _rounds(state, learner, opts, space)  # what the refinement left of the budget
     return sorted(learner.measured.values(), key=lambda c: -c.score)[:keep]
