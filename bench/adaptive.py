@@ -224,12 +224,14 @@ def main() -> None:
     commit = head_commit()
     header = ("# Adaptive search against beam and exec\n\n"
               f"`python bench/adaptive.py --kernels {' '.join(args.kernels)} "
-              f"--budgets {' '.join(map(str, sorted(args.budgets)))} --strategies {' '.join(args.strategies)}` "
+              f"--budgets {' '.join(map(str, sorted(args.budgets)))} --strategies {' '.join(args.strategies)}"
+              f"{' --no-exec' if args.no_exec else ''}{' --without-local' if args.without_local else ''}` "
               f"({time.strftime('%Y-%m-%d')}, commit {commit}, "
               f"{sum(r['wall_s'] for r in rows) / 60:.0f} min in all). Machine: {info['cpu']}, {info['cores']} cores, "
               f"{info['compiler']} (fingerprint {fingerprint(info)}); model trained on: "
               f"{', '.join(sorted(card_cpus(Path(args.model)))) or 'unknown'}. Each column's picks measured side "
-              f"by side in one harness per kernel; speedups over the unscheduled program (gcc -O3 -march=native "
+              f"by side, per kernel in {args.repeats} harness(es) (a pick's speedup: its median); speedups "
+              f"over the unscheduled program (gcc -O3 -march=native "
               f"-fopenmp), verified. Raw rows: `{jsonl.name}`.\n")
     Path(args.out).write_text(header + table(rows, columns))
     print(f"wrote {args.out}")
