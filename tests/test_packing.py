@@ -64,6 +64,8 @@ def test_the_reads_inside_read_the_copy_and_the_notation_round_trips():
     ("K(D,i)", ScheduleError, "no buffer 'D'"),
     ("K(B,i) K(B,i)", ScheduleError, "already packs"),
     ("K(B,q)", ScheduleError, "no loop 'q'"),
+    # tiling the skewed loops under the pack: isl cannot bound the box's extent (it raised islpy.Error)
+    ("S(j,k,2) S(j,k,1) K(B,j) T2(j,k,8,64)", ScheduleError, "no bounded box"),
 ])
 def test_what_packing_refuses(text, error, match):
     with pytest.raises(error, match=match):
