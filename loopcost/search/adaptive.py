@@ -157,6 +157,10 @@ class _Learner:
         self.scorer.model = update(self.offline, self.trees, self.speedups, self.cfg)
         return out
 
+    def fastest_first(self) -> list[Scored]:
+        """Every measured schedule, fastest first."""
+        return sorted(self.measured.values(), key=lambda c: -c.score)
+
 
 def _rounds(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
     """Rounds of model-guided beam search, each measuring a batch of its best candidates not measured yet,
@@ -268,7 +272,7 @@ class _Blocks:
 
     def batch(self, learner: _Learner, n: int) -> list[Scored]:
         """At most ``n`` blocks and packs not measured yet (none when none is left)."""
-        fastest_first = sorted(learner.measured.values(), key=lambda c: -c.score)
+        fastest_first = learner.fastest_first()
         bases = list(dict.fromkeys(nest_of(c.schedule, jams=False) for c in fastest_first))[:self.block_nests]
         sources = []  # of each base nest, its fastest schedule and its fastest without jams
         for base in bases:
@@ -311,7 +315,7 @@ class _Neighbors:
     def batch(self, learner: _Learner, n: int) -> list[Scored]:
         """At most ``n`` legal neighbors not measured yet (none when none is left)."""
         fresh: dict[tuple, Neighbor] = {}
-        for c in sorted(learner.measured.values(), key=lambda c: -c.score)[:self.bases]:
+        for c in learner.fastest_first()[:self.bases]:
             if c.schedule not in self.found:
                 self.found[c.schedule] = neighbors(self.root, c.schedule, self.space)
             fresh.update((m.state.key, m) for m in self.found[c.schedule]
@@ -346,20 +350,19 @@ def _refine(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
     kinds: list[_Blocks | _Neighbors] = [
         _Blocks(state, space, opts.block_nests) if k == "blocks" else _Neighbors(state, space, opts.local_bases)
         for k in opts.refiners]
-    asked = [0] * len(kinds)
+    asked = [0] * len(kinds)  # batches each kind measured
     turn = 0
     while kinds and learner.measured and (left := opts.measure_budget - len(learner.measured)) > 0:
         chosen = kinds[turn].batch(learner, min(opts.batch, left))
-        if not chosen:  # nothing left of this kind
-            del kinds[turn], asked[turn]
-            turn = turn % len(kinds) if kinds else 0
+        paid = False
+        if chosen:
+            before = learner.fastest_first()[0].score
+            learner.measure(chosen)
+            asked[turn] += 1
+            paid = learner.fastest_first()[0].score >= GAIN * before
+        if paid:
             continue
-        before = max(c.score for c in learner.measured.values())
-        learner.measure(chosen)
-        asked[turn] += 1
-        if max(c.score for c in learner.measured.values()) >= GAIN * before:
-            continue
-        if asked[turn] == 1 and kinds[turn].retire_unpaid:
+        if not chosen or (asked[turn] == 1 and kinds[turn].retire_unpaid):  # nothing left, or not worth it
             del kinds[turn], asked[turn]
             turn = turn % len(kinds) if kinds else 0
         else:
@@ -380,4 +383,4 @@ def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: Measu
     (_staged if opts.strategy == "staged" else _rounds)(state, learner, first, space)
     _refine(state, learner, opts, space)
     _rounds(state, learner, opts, space)  # what the refinement left of the budget
-    return sorted(learner.measured.values(), key=lambda c: -c.score)[:keep]
+    return learner.fastest_first()[:keep]
