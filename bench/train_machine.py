@@ -1,7 +1,8 @@
 """A CPU kind's model: the shipped recipe trained over several seeds and architectures, and scored.
 
     python bench/train_machine.py --dataset loopcost/data/machines/amd-epyc --work /tmp/train-amd \
-        [--seeds 0,1,2] [--archs transformer,lstm] [--export-seeds 2,3,4,5] [--out bench/TRAIN-amd.md]
+        [--seeds 0,1,2] [--archs transformer,lstm] [--export-seeds 2,3,4,5] [--out bench/TRAIN-amd.md] \
+        [--device cuda --jobs 12 --deadline 420]
 
 ``--dataset`` is a folder of ``loopcost/data/machines/`` (its packed ``dataset.sqlite.xz`` and ``heldout/``)
 or a database (then ``--heldout DB`` names the held-out one). For each architecture and seed the script trains
@@ -10,16 +11,21 @@ and scores it on the validation split (where models are chosen), the test split 
 set (never trained on, never used to choose); then the ensemble of all pairs of one seed (both architectures).
 The table (every model, and the mean and spread over seeds of each recipe) goes to ``--out``; every evaluation
 is a JSON line of ``WORK/results.jsonl``. Each network resumes from its checkpoint and finished work is skipped:
-after an interruption, rerun the same command. Training is CPU work (any machine: it needs no quiet one);
-choosing between the models on the search (``bench/compare_models.py``) needs the CPU kind itself.
+after an interruption, rerun the same command. Training is CPU work (any machine: it needs no quiet one), or
+GPU work with ``--device cuda``; ``--jobs N`` trains N networks at once (each in its own process: batching
+feature trees is CPU work, so a GPU is kept busy by several), and ``--deadline S`` stops the networks still
+training S seconds after the start (their checkpoints stay: a rerun resumes them) and scores the pairs that
+are whole. Choosing between the models on the search (``bench/compare_models.py``) needs the CPU kind itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import sys
+import time
 from pathlib import Path
 
 from loopcost.costmodel.card import combine_files
@@ -28,6 +34,7 @@ from loopcost.costmodel.evaluate import evaluate
 from loopcost.costmodel.train import TrainConfig, train_ensemble
 from loopcost.dataset.shipped import shipped_db
 
+START = time.time()
 #: the shipped recipe's two networks: name, loss, ranking weight, epochs
 MEMBERS = (("mape", "mape", 0.0, 28), ("rank", "mape", 1.0, 30))
 SPLITS = ("val", "test", "heldout")
@@ -53,21 +60,52 @@ def exported(db: Path, out: Path, seeds: list[int] | None) -> Path:
     return out
 
 
-def pair(data: Path, db: Path, work: Path, arch: str, seed: int, threads: int, epoch_scale: float) -> Path:
-    """The recipe's pair of ``arch`` networks trained from ``seed``, as one ensemble (trained once)."""
+def network(data: Path, db: Path, path: Path, cfg: TrainConfig) -> None:
+    """One network of a pair trained into ``path`` (in a process of its own under ``--jobs``)."""
+    print(f"training {path.name} on {cfg.device}", file=sys.stderr, flush=True)
+    train_ensemble(data, path, cfg, db=db)
+
+
+def networks(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace) -> None:
+    """Train every network of the pairs ``runs`` (arch, seed) not trained yet, ``a.jobs`` at once, until
+    ``a.deadline`` seconds after the start (the ones still training then are stopped: their checkpoints stay)."""
+    todo = []
+    for arch, seed in runs:
+        for name, loss, rank, epochs in MEMBERS:
+            path = work / f"{arch}-s{seed}-{name}.pt"
+            if not path.exists() and not (work / f"{arch}-s{seed}.pt").exists():
+                cfg = TrainConfig(epochs=max(1, round(epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
+                                  seed=seed, threads=a.threads, arch=arch, device=a.device)
+                todo.append((data, db, path, cfg))
+    if a.jobs == 1:
+        for task in todo:
+            network(*task)
+        return
+    ctx = multiprocessing.get_context("spawn")  # a CUDA context does not survive fork
+    running: list = []
+    end = START + a.deadline if a.deadline else float("inf")
+    while (todo or running) and time.time() < end:
+        running = [p for p in running if p.is_alive()]
+        while todo and len(running) < a.jobs:
+            p = ctx.Process(target=network, args=todo.pop(0))
+            p.start()
+            running.append(p)
+        time.sleep(1)
+    for p in running:
+        print(f"deadline: stopping {p.name}", file=sys.stderr)
+        p.terminate()
+        p.join()
+
+
+def pair(work: Path, arch: str, seed: int) -> Path | None:
+    """The recipe's pair of ``arch`` networks trained from ``seed`` as one ensemble; None while a network of
+    it is missing."""
     out = work / f"{arch}-s{seed}.pt"
-    if out.exists():
-        return out
-    members = []
-    for name, loss, rank, epochs in MEMBERS:
-        path = work / f"{arch}-s{seed}-{name}.pt"
-        if not path.exists():
-            print(f"training {path.name}", file=sys.stderr)
-            cfg = TrainConfig(epochs=max(1, round(epochs * epoch_scale)), loss=loss, rank_weight=rank, seed=seed,
-                              threads=threads, arch=arch)
-            train_ensemble(data, path, cfg, db=db)
-        members.append(str(path))
-    combine_files(members, out)
+    members = [work / f"{arch}-s{seed}-{name}.pt" for name, *_ in MEMBERS]
+    if not out.exists():
+        if not all(m.exists() for m in members):
+            return None
+        combine_files([str(m) for m in members], out)
     return out
 
 
@@ -113,7 +151,11 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--archs", default="transformer,lstm")
     ap.add_argument("--export-seeds", help="only the programs of these builds' seeds (default: all)")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads per network")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or auto (see `loopcost train --device`)")
+    ap.add_argument("--jobs", type=int, default=1, help="networks trained at once, each in its own process")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="seconds after the start when training stops (0: none); whole pairs are scored")
     ap.add_argument("--epoch-scale", type=float, default=1.0, help="scale the recipe's epochs (a quick trial)")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
@@ -129,17 +171,20 @@ def main() -> None:
     results = work / "results.jsonl"
     models: dict[str, Path] = {}
     recipes: dict[str, list[str]] = {}
+    networks(data["train"], train_db, work, [(arch, seed) for seed in seeds for arch in archs], a)
     for seed in seeds:
-        pairs = [pair(data["train"], train_db, work, arch, seed, a.threads, a.epoch_scale) for arch in archs]
-        for arch, p in zip(archs, pairs, strict=True):
+        pairs = [(arch, p) for arch in archs if (p := pair(work, arch, seed)) is not None]
+        for arch, p in pairs:
             models[p.stem] = p
             recipes.setdefault(f"{arch} pair", []).append(p.stem)
-        if len(pairs) > 1:
+        if len(pairs) == len(archs) > 1:
             both = work / f"all-s{seed}.pt"
             if not both.exists():
-                combine_files([str(p) for p in pairs], both)
+                combine_files([str(p) for _, p in pairs], both)
             models[both.stem] = both
             recipes.setdefault("all pairs", []).append(both.stem)
+    if not models:
+        raise SystemExit("no pair of networks is whole yet: rerun to resume their training")
     done = {(r["model"], r["name"]): r for r in map(json.loads, results.read_text().splitlines())} \
         if results.exists() else {}
     rows = {name: {s: scored(m, s, data, dbs, results, done) for s in SPLITS} for name, m in models.items()}

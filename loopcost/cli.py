@@ -281,7 +281,7 @@ def cmd_train(a: argparse.Namespace) -> int:
         raise LoopcostError("train --data needs --out MODEL.pt")
     cfg = TrainConfig(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, loss=a.loss, seed=a.seed,
                       rank_weight=a.rank_weight, threads=a.threads, arch=a.arch, init=a.init or "",
-                      init_member=a.init_member)
+                      init_member=a.init_member, device=a.device)
     _, best = train_ensemble(a.data, a.out, cfg, ensemble=a.ensemble or 1, restart=a.restart, db=a.db)
     print(f"saved {a.out} (validation MAPE {best['mape']:.1f}%, Spearman per program "
           f"{best['spearman_per_program_mean']:.3f}); card: {card_path(a.out)}")
@@ -620,6 +620,9 @@ def parser() -> argparse.ArgumentParser:
                    help="which network of an --init ensemble to start from (ensemble member k: this + k)")
     t.add_argument("--seed", type=at_least(0), default=0)
     t.add_argument("--threads", type=at_least(1), default=2)
+    t.add_argument("--device", default="auto",
+                   help="where the networks train: cpu, cuda (a GPU), cuda:N, or auto (a GPU where torch sees one; "
+                   "default). A checkpoint resumes on another device")
     t.add_argument("--restart", action="store_true", help="ignore an existing checkpoint")
     t.set_defaults(func=cmd_train)
 

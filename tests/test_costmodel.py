@@ -1,5 +1,7 @@
 """Features, batching, the network, metrics and the training format."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -9,7 +11,7 @@ from loopcost.costmodel.data import export, load
 from loopcost.costmodel.metrics import error_by_speedup, metrics, spearman
 from loopcost.costmodel.model import ARCHS, CostModel, make_net
 from loopcost.costmodel.network import RecursiveLSTM
-from loopcost.costmodel.train import TrainConfig, train
+from loopcost.costmodel.train import TrainConfig, train, training_device
 from loopcost.dataset.build import build
 from loopcost.dataset.tasks import BuildConfig
 from loopcost.errors import LoopcostError
@@ -106,6 +108,28 @@ def test_collate_lays_out_computations_with_their_shared_loops():
     b = collate([featurize(ProgramState.initial(KERNELS[n].program("small"))) for n in ("2mm", "gemm")])
     assert b.comp_mask.tolist() == [[True] * 4, [True, True, False, False]]
     assert b.shared[0, 1, 2] == 0 and b.shared[0, 2, 3] == 2  # 2mm's two products share no loop
+
+
+def test_a_batch_moves_to_a_device_whole():
+    b = collate(trees())
+    moved = b.to("meta")  # a device without data: a tensor left behind keeps its cpu device
+    tensors = [getattr(moved, f) for f in ("comps", "loops", "roots", "comp_slots", "comp_mask", "shared")]
+    tensors += [getattr(lv, f) for lv in moved.levels for f in ("nodes", "comp_idx", "comp_len", "child_idx",
+                                                                 "child_len")]
+    assert len(tensors) == 6 + 5 * len(b.levels) and all(t.device.type == "meta" for t in tensors)
+    assert b.to("cpu") is b and b.comps.device.type == "cpu"
+
+
+def test_the_training_device_is_checked_before_training():
+    assert training_device("cpu") == torch.device("cpu")
+    assert training_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(LoopcostError, match="unknown training device"):
+        training_device("gpu0")
+    with pytest.raises(LoopcostError, match="cpu or cuda"):
+        training_device("meta")
+    if not torch.cuda.is_available():
+        with pytest.raises(LoopcostError, match="sees none"):
+            training_device("cuda")
 
 
 @pytest.mark.parametrize("arch", sorted(ARCHS))
@@ -212,6 +236,11 @@ def test_export_train_resume_and_save(tmp_path, capsys):
     cfg = TrainConfig(epochs=2, batch_size=16, threads=1, loss="log_mse")
     r = train(data, tmp_path / "m.pt", cfg, progress=logs.append)
     assert len(r["history"]) == 2 and (tmp_path / "m.pt.ckpt").exists()
+    ckpt = torch.load(tmp_path / "m.pt.ckpt", weights_only=True)  # as if it had trained on a GPU
+    meta = json.loads(ckpt["meta"])
+    assert meta["config"]["device"] == "cpu"
+    meta["config"]["device"] = "cuda:0"
+    torch.save({**ckpt, "meta": json.dumps(meta)}, tmp_path / "m.pt.ckpt")
     r2 = train(data, tmp_path / "m.pt", cfg, progress=logs.append)  # nothing left to do: resumes at epoch 2
     assert any("resuming" in m for m in logs) and len(r2["history"]) == 2
     model = CostModel(r["net"], {"data": str(db)})
@@ -219,8 +248,6 @@ def test_export_train_resume_and_save(tmp_path, capsys):
     again = CostModel.load(tmp_path / "m.pt")
     st = [ProgramState.initial(KERNELS["gemm"].program("small"))]
     assert np.allclose(model.predict(st), again.predict(st)) and again.card["data"] == str(db)
-
-    import json
 
     from loopcost.cli import main
 

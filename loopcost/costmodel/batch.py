@@ -18,7 +18,7 @@ over its trees.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -44,6 +44,14 @@ class Batch:
     comp_slots: torch.Tensor   # (B, max_comps) each tree's computations (indices into comps, 0 where padded)
     comp_mask: torch.Tensor    # (B, max_comps) True where a slot holds a computation
     shared: torch.Tensor       # (B, max_comps, max_comps) loops two computations share (their fusion depth)
+
+    def to(self, device: torch.device | str) -> Batch:
+        """This batch with every tensor on ``device`` (itself where they are there already)."""
+        if self.comps.device == torch.device(device):
+            return self
+        levels = [Level(*(getattr(lv, f.name).to(device) for f in fields(Level))) for lv in self.levels]
+        return replace(self, levels=levels, **{f.name: getattr(self, f.name).to(device) for f in fields(self)
+                                               if f.name != "levels"})
 
 
 @dataclass(frozen=True)

@@ -41,13 +41,17 @@ class CostModel:
         self.nets = [n.eval() for n in (nets if isinstance(nets, list) else [nets])]
         self.card = card or {}
 
+    def _batch(self, trees: list[FeatureTree]):
+        """``trees`` collated onto the device of the networks (the first one's: they are used together)."""
+        return collate(trees).to(next(self.nets[0].parameters()).device)
+
     @torch.no_grad()
     def _log_predictions(self, trees: list[FeatureTree], batch_size: int) -> np.ndarray:
         """(members, N) predicted log-speedups."""
         out = []
         for k in range(0, len(trees), batch_size):
-            b = collate(trees[k:k + batch_size])
-            out.append(torch.stack([net(b) for net in self.nets]).numpy())
+            b = self._batch(trees[k:k + batch_size])
+            out.append(torch.stack([net(b) for net in self.nets]).cpu().numpy())
         return np.concatenate(out, axis=1) if out else np.zeros((len(self.nets), 0))
 
     @torch.no_grad()
@@ -58,10 +62,10 @@ class CostModel:
         hooks = [net.head.register_forward_pre_hook(lambda _m, args: seen.append(args[0])) for net in self.nets]
         try:
             for k in range(0, len(trees), batch_size):
-                b = collate(trees[k:k + batch_size])
+                b = self._batch(trees[k:k + batch_size])
                 seen.clear()
-                logs.append(torch.stack([net(b) for net in self.nets]).numpy())
-                embs.append(torch.stack(seen).numpy())
+                logs.append(torch.stack([net(b) for net in self.nets]).cpu().numpy())
+                embs.append(torch.stack(seen).cpu().numpy())
         finally:
             for h in hooks:
                 h.remove()

@@ -41,6 +41,30 @@ class TrainConfig:
     #: instead of from random weights, e.g. to adapt the shipped model to another machine's measurements
     init: str = ""
     init_member: int = 0
+    #: where the network trains: "cpu", "cuda" (a GPU) or "auto" (a GPU where torch sees one); where a
+    #: network trained is not part of its recipe: a checkpoint resumes on another device
+    device: str = "cpu"
+
+
+def training_device(name: str) -> torch.device:
+    """The device ``name`` ("cpu", "cuda", "cuda:N" or "auto") names, checked to be usable here."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise LoopcostError(f"unknown training device {name!r}; use cpu, cuda, cuda:N or auto") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise LoopcostError(f"training on {name} needs a GPU that torch can use; this torch "
+                            f"({torch.__version__}) sees none: train with --device cpu (or auto)")
+    if device.type not in ("cpu", "cuda"):
+        raise LoopcostError(f"training runs on cpu or cuda, not {name!r}")
+    return device
+
+
+def _recipe(config: dict) -> dict:
+    """A configuration less where it ran: what a checkpoint must match to resume."""
+    return {k: v for k, v in config.items() if k != "device"}
 
 
 def _loss(out: torch.Tensor, target: torch.Tensor, kind: str, censored: torch.Tensor | None = None) -> torch.Tensor:
@@ -149,6 +173,8 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     if cfg.arch not in ARCHS:
         raise LoopcostError(f"unknown network architecture {cfg.arch!r}; use one of {sorted(ARCHS)}")
     torch.set_num_threads(cfg.threads)
+    device = training_device(cfg.device)
+    cfg = replace(cfg, device=str(device))
     out = Path(out)
     ckpt = Path(str(out) + ".ckpt")
     tr, va = data.subset("train"), data.subset("val").timed()
@@ -169,7 +195,7 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     if resume and ckpt.exists():
         blob = _read_checkpoint(ckpt)
         meta = blob["meta"]
-        if meta["config"] == _plain(asdict(cfg)) and meta["n_train"] == len(tr):
+        if _recipe(meta["config"]) == _recipe(_plain(asdict(cfg))) and meta["n_train"] == len(tr):
             net.load_state_dict(blob["net"])
             opt.load_state_dict(blob["opt"])
             sched.load_state_dict(blob["sched"])
@@ -177,16 +203,15 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
             torch.set_rng_state(blob["torch_rng"])
             progress(f"resuming from {ckpt} after epoch {state['epoch']}")
     rng = random.Random(cfg.seed + state["epoch"])
-    targets = torch.tensor(tr.speedup, dtype=torch.float32)
-    bounds = torch.tensor(tr.censored, dtype=torch.bool)
-    progs = torch.tensor(tr.program)
+    targets = torch.tensor(tr.speedup, dtype=torch.float32, device=device)
+    bounds = torch.tensor(tr.censored, dtype=torch.bool, device=device)
+    progs = torch.tensor(tr.program, device=device)
     for epoch in range(state["epoch"], cfg.epochs):
         t0 = time.time()
         net.train()
         total = 0.0
         for idx in batches(tr.program, cfg.batch_size, rng, grouped=cfg.rank_weight > 0):
-            b = collate([tr.trees[i] for i in idx])
-            out = net(b)
+            out = net(collate([tr.trees[i] for i in idx]).to(device))
             loss = _loss(out, targets[idx], cfg.loss, bounds[idx])
             if cfg.rank_weight > 0:
                 loss = loss + cfg.rank_weight * rank_loss(out, targets[idx], progs[idx], censored=bounds[idx])
@@ -209,6 +234,7 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
         progress(f"epoch {epoch + 1}/{cfg.epochs}: train loss {row['train_loss']:.4f}, val MAPE {m['mape']:.1f}%, "
                  f"val Spearman/program {m['spearman_per_program_mean']:.3f} ({row['seconds']:.0f} s)")
     net.load_state_dict(state["best_state"])
+    net.to("cpu")
     return {"net": net, "history": state["history"], "best_val": state["best"], "config": asdict(cfg),
             "n_train": len(tr), "n_val": len(va)}
 

@@ -62,7 +62,7 @@ class TreeTransformer(Standardized):
         ce = self.comp_embed((b.comps - self.comp_shift) * self.comp_scale)
         x = ce[b.comp_slots]                                           # (B, C, W)
         n = x.shape[1]
-        pos = torch.arange(n)
+        pos = torch.arange(n, device=x.device)
         order = torch.sign(pos[None, :] - pos[:, None]) + 1            # (C, C): 0 before, 1 same, 2 after
         bucket = b.shared.clamp(max=layout.MAX_DEPTH) * 3 + order
         bias = self.pair_bias(bucket).permute(0, 3, 1, 2)              # (B, H, C, C)
