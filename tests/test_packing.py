@@ -42,6 +42,9 @@ def test_the_box_of_a_tile_moves_with_the_tile_loops_and_has_the_tiles_extents()
     # loops it shares run once: it reads A outside the copy's box, so it reads A, not the copy (it read the
     # copy, wrong values, found by the adaptive bench's verification)
     ("mvt", "F(S0,S1,1) I(i,j) T2(j,i,8,64) J(j,4) K(A,j_r)"),
+    # the skewed tile loops of S0 run under S1's longer fused loop, where isl prints them without a guard and
+    # S0's loops do not run: the box's ends there reached 900 elements before y_1 (SIGSEGV, a pack campaign)
+    ("mvt", "U(j_1,8) S(i,j,1) T2(i,j,16,64) F(S0,S1,1) K(y_1,i) K(y_2,i_t)"),
 ])
 def test_packed_schedules_compute_what_the_program_computes(name, text):
     state = Schedule.parse(text).apply(KERNELS[name].program("small"))
@@ -70,6 +73,16 @@ def test_the_reads_inside_read_the_copy_and_the_notation_round_trips():
 def test_what_packing_refuses(text, error, match):
     with pytest.raises(error, match=match):
         Schedule.parse(text).apply(KERNELS["gemm"].program("small"))
+
+
+@pytest.mark.parametrize("text", ["T2(i_1,j_1,32,64) P(i) K(tmp,i_1_t)",
+                                  "T2(i_1,j_1,128,16) P(i_1_t) K(A,j_1_t) K(tmp,j_1_t)"])
+def test_a_pack_is_refused_where_a_statement_printed_in_its_loop_writes_the_buffer(text):
+    # atax: tiling S3's loops (inside i_1, beside S1 and S2, which write tmp) gives tile loops that only S3
+    # names, but S1 and S2 sit under their node too (at its first value): the copy of tmp, taken before the
+    # loop, went stale (wrong y, caught by verification in a pack campaign)
+    with pytest.raises(IllegalScheduleError, match="S1 inside it writes 'tmp'"):
+        Schedule.parse(text).apply(KERNELS["atax"].program("small"))
 
 
 def test_a_copy_larger_than_the_stack_allows_is_refused_and_a_tile_of_it_is_not():

@@ -288,8 +288,12 @@ class _Printer:
             if guard is not None:  # the offsets are those of a run that reads: computed, not used, in the others
                 self.emit(depth + 1, f"if ({guard})")
             its = [f"{name}_i{d}" for d in range(len(extents))]
+            # clamped to the buffer and to the copy: in a run where isl prints the node but the loop does not
+            # run (a loop fused with a longer one), the box's ends are not its and must not reach outside them
             for d, (it, hi) in enumerate(zip(its, high, strict=True)):
-                self.emit(at + d, f"for (int {it} = {offsets[d]}; {it} <= ({hi}); {it}++)")
+                self.emit(at + d, f"for (int {it} = lc_max({offsets[d]}, 0); {it} <= lc_min(({hi}), "
+                                  f"lc_min({self.p.buffer(buf).shape[d] - 1}, {offsets[d]} + {extents[d] - 1})); "
+                                  f"{it}++)")
             self.emit(at + len(its), name + "".join(f"[{it} - {o}]" for it, o in zip(its, offsets, strict=True))
                       + f" = {buf}" + "".join(f"[{it}]" for it in its) + ";")
             self.packs[buf] = (name, offsets, readers)

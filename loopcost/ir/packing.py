@@ -84,6 +84,15 @@ def _inside(state: ProgramState, loop: str, only: frozenset[str] | None,
     return [cs for cs in comps if cs.level_of(loop) == comps[0].level_of(loop)] if comps else []
 
 
+def printed_inside(state: ProgramState, loop: str) -> tuple[int, list[CompSchedule]]:
+    """The level of ``loop`` and every computation that code generation prints inside its node: those that
+    share its betas down to its level, its own and any that has no loop there (isl runs one at the loop's
+    first value: atax's ``tmp`` statements inside the tile loop of a tiled sibling nest)."""
+    first = state.comps_with(loop)[0]
+    q = first.level_of(loop)
+    return q, [cs for cs in state.comps if cs.betas[:q + 1] == first.betas[:q + 1]]
+
+
 def _before(state: ProgramState, loop: str, comps: list[CompSchedule]) -> list[tuple[CompSchedule, isl.Map]]:
     """Per computation of ``comps`` (inside ``loop``, at one level): the map from its instances to the time
     dimensions before the loop's."""

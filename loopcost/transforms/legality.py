@@ -15,7 +15,7 @@ import islpy as isl
 
 from ..errors import IllegalScheduleError, ScheduleError
 from ..ir.dependence import Dependence, dependences
-from ..ir.packing import PACK_BYTES, pack_bytes, read_box
+from ..ir.packing import PACK_BYTES, pack_bytes, printed_inside, read_box
 from ..ir.polyhedral import domains
 from ..ir.program import Program
 from ..ir.state import ProgramState
@@ -177,14 +177,14 @@ def check_packs(state: ProgramState) -> None:
         if tag.kind != "pack":
             continue
         try:
-            comps = state.comps_with(tag.loop)
+            level, comps = printed_inside(state, tag.loop)
         except ScheduleError as e:
             raise ScheduleError(f"the pack of {tag.buffer!r} at loop {tag.loop!r}: {e}") from None
         writers = [cs.comp for cs in comps if state.program.computation(cs.comp).target.buffer == tag.buffer]
         if writers:
             raise IllegalScheduleError(f"cannot pack {tag.buffer!r} at loop {tag.loop!r}: {writers[0]} inside it "
                                        f"writes {tag.buffer!r}, and the copy would go stale")
-        inside = {name for cs in comps for name in cs.loops[cs.level_of(tag.loop):] if name is not None}
+        inside = {name for cs in comps for name in cs.loops[level:] if name is not None}
         parallel = [t.loop for t in state.tags if t.kind == "parallel" and t.loop in inside]
         if parallel:
             raise ScheduleError(f"cannot pack {tag.buffer!r} at loop {tag.loop!r}: loop {parallel[0]!r} at or "
