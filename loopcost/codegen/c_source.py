@@ -282,8 +282,10 @@ class _Printer:
             offsets = tuple(f"{name}_o{d}" for d in range(len(extents)))
             for o, lo in zip(offsets, low, strict=True):
                 self.emit(depth + 1, f"const int {o} = ({lo});")
+            # aligned explicitly: gcc 12 may align a local array for its vector loads without aligning the
+            # stack slot it shares with another block's array (vmovaps on a 16-byte boundary: SIGSEGV)
             self.emit(depth + 1, DTYPES[self.p.buffer(buf).dtype] + " " + name + "".join(f"[{e}]" for e in extents)
-                      + ";")
+                      + " __attribute__((aligned(64)));")
             at = depth + 1 if guard is None else depth + 2
             if guard is not None:  # the offsets are those of a run that reads: computed, not used, in the others
                 self.emit(depth + 1, f"if ({guard})")
