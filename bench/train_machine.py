@@ -61,7 +61,7 @@ def exported(db: Path, out: Path, seeds: list[int] | None) -> Path:
 
 
 def network(data: Path, db: Path, path: Path, cfg: TrainConfig) -> None:
-    """One network of a pair trained into ``path`` (in a process of its own under ``--jobs``)."""
+    """One network of a pair trained into ``path`` (in a process of its own)."""
     print(f"training {path.name} on {cfg.device}", file=sys.stderr, flush=True)
     train_ensemble(data, path, cfg, db=db)
 
@@ -77,10 +77,6 @@ def networks(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: a
                 cfg = TrainConfig(epochs=max(1, round(epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
                                   seed=seed, threads=a.threads, arch=arch, device=a.device)
                 todo.append((data, db, path, cfg))
-    if a.jobs == 1:
-        for task in todo:
-            network(*task)
-        return
     ctx = multiprocessing.get_context("spawn")  # a CUDA context does not survive fork
     running: list = []
     end = START + a.deadline if a.deadline else float("inf")
