@@ -296,3 +296,32 @@ def test_a_block_that_reads_across_rows_gets_its_tile_packed_and_one_along_rows_
     ikj = Schedule.parse("F(S0,S1,0) I(j_1,k) T3(i_1,k,j_1,32,128,128) J(i_1,8) J(k,4) P(i_1_t)")
     assert packs(ProgramState.initial(gemm), ikj) == []  # its vectors run along B's and C's rows
     assert packs(ProgramState.initial(gemm), Schedule.parse("T3(i_1,j_1,k,8,16,8)")) == []  # no block
+
+
+class OnlyJams(ByTags):
+    """Every step but a jam halves the speed; each jammed loop doubles it: only blocks of the unscheduled
+    nest beat it."""
+
+    def measure(self, states, *, timing=None, reference=None, seed=0, timeout=None, labels=None):
+        self.batches.append(list(labels))
+        out = []
+        for st, label in zip(states, labels, strict=True):
+            kinds = [t.kind for t in st.tags]
+            speed = (0.5 if set(kinds) - {"jam"} else 1.0) * 2.0 ** kinds.count("jam")
+            out.append(Measurement(label, (1.0 / speed,) * 2, (1.0, 1.0), True))
+        return out
+
+
+def test_the_unscheduled_program_is_a_base_of_the_refinement_where_everything_measured_is_slower():
+    from loopcost.ir.state import ProgramState
+
+    runner = OnlyJams()
+    scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
+    ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
+                             opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, refiners=("blocks",)))
+    every = [t for b in runner.batches for t in b]
+    assert "" not in every and len(every) == len(set(every)) <= 16  # 1x without measuring it
+    assert max(m.speedup for m in measurer.measurements[:8]) < 1.0, every[:8]  # the rounds found nothing faster
+    # the blocks were cut from the unscheduled nest: jams alone, then blocks of that block (before, from the
+    # nests the rounds measured: 2x at best, their other steps kept)
+    assert ranked[0].score >= 4.0 and {s.kind for s in ranked[0].schedule.steps} == {"jam"}

@@ -11,7 +11,8 @@ budget) and keeps the fastest measured states in the beam: as myopic as executio
 it kept early interchanges that measured 1.3x and never reached the tiled parallel nests that rounds
 found at 4.8x, `bench/ADAPTIVE.md`). Either strategy leaves the end of the budget to register blocks of
 the fastest nests (``search.blocks``) and to a measured local search among the neighbors of the fastest
-schedules (``search.neighbors``: one step replaced, dropped or added, ranked by the corrected model), a
+schedules (``search.neighbors``: one step replaced, dropped or added, ranked by the corrected model; the
+unscheduled program, 1x without measuring it, is among the fastest where it beats what was measured), a
 batch of one kind at a time, the kind whose last batch paid going on. After every batch the model is
 refitted to every measurement so far (``costmodel.update``, always from the offline model).
 """
@@ -127,18 +128,27 @@ class Novelty:
 @dataclass
 class _Learner:
     """What an adaptive search has measured, and the model refitted to it after every batch (always from
-    the offline model, so that it cannot drift from what it learned elsewhere)."""
+    the offline model, so that it cannot drift from what it learned elsewhere). The unscheduled program
+    (``root``) is known without measuring it: 1x by definition, a label for the model and a base for the
+    refinement (atax, AMD EPYC: every schedule the rounds measured ran at 0.05-0.91x, so the blocks were
+    cut from those nests, 1.6x at best, where a block of the unscheduled nest measured 2.4x)."""
 
     scorer: ModelEvaluator
     measurer: MeasuringEvaluator
     cfg: UpdateConfig
     on_round: Callable[[list[Scored]], None] | None
+    root: Scored
     measured: dict[tuple, Scored] = field(default_factory=dict)
     trees: list[FeatureTree] = field(default_factory=list)
     speedups: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.offline = self.scorer.model
+        try:
+            self.trees.append(featurize(self.root.state))
+            self.speedups.append(self.root.score)
+        except FeatureLimitError:
+            pass
 
     def measure(self, chosen: list[Scored]) -> list[Scored]:
         """Measure ``chosen``, keep the measurements, and update the model; the measured ``Scored``s."""
@@ -161,24 +171,34 @@ class _Learner:
         """Every measured schedule, fastest first."""
         return sorted(self.measured.values(), key=lambda c: -c.score)
 
+    def has(self, key: tuple) -> bool:
+        """Whether the state of ``key`` is measured or is the unscheduled program."""
+        return key in self.measured or key == self.root.state.key
+
+    def known(self) -> list[Scored]:
+        """Every measured schedule and the unscheduled program, fastest first."""
+        extra = [] if self.root.state.key in self.measured else [self.root]
+        return sorted([*self.measured.values(), *extra], key=lambda c: -c.score)
+
 
 def _rounds(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space: SpaceOptions) -> None:
     """Rounds of model-guided beam search, each measuring a batch of its best candidates not measured yet,
     until the budget is spent or the best-predicted candidates have all been measured."""
     while len(learner.measured) < opts.measure_budget:
         ranked = beam_search(state, learner.scorer, beam_size=opts.beam_size, opts=space, keep=RANKED)
-        fresh = [c for c in ranked if c.state.key not in learner.measured]
+        fresh = [c for c in ranked if not learner.has(c.state.key)]
         n = min(opts.batch, opts.measure_budget - len(learner.measured))
         novel = min(opts.novel, n // 2) if learner.measured else 0
-        chosen = [] if all(c.state.key in learner.measured for c in ranked[:opts.batch]) else \
+        chosen = [] if all(learner.has(c.state.key) for c in ranked[:opts.batch]) else \
             _batch(fresh, learner.scorer.model, n - novel, opts.explore)
         texts = [str(c.schedule) for c in learner.measured.values()]
         depths = [opts.novel_depths[k % len(opts.novel_depths)] for k in range(novel)]
         for depth in dict.fromkeys(depths):
             found = beam_search(state, Novelty(learner.scorer, texts, opts.batch, depth), beam_size=opts.beam_size,
                                 opts=space, keep=RANKED)
-            taken = {c.state.key for c in chosen} | set(learner.measured)
-            chosen += diverse_top([c for c in found if c.state.key not in taken], depths.count(depth))
+            taken = {c.state.key for c in chosen}
+            chosen += diverse_top([c for c in found if c.state.key not in taken and not learner.has(c.state.key)],
+                                  depths.count(depth))
         if not chosen:
             return  # nothing new ranks high: the model agrees with what was measured
         learner.measure(chosen)
@@ -190,13 +210,7 @@ def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
     its share to the next ones); the beam keeps the fastest measured states, as an execution-based beam
     search does, but measuring only what the (updated) model ranks high. What is left after the last
     stage is spent in ``_rounds``."""
-    root = Scored(1.0, Schedule(), state)  # the unscheduled program: 1x by definition, a label for free
-    try:
-        learner.trees.append(featurize(state))
-        learner.speedups.append(1.0)
-    except FeatureLimitError:
-        pass
-    beam = [root]
+    beam = [learner.root]
     for k, kind in enumerate(STAGES):
         left = opts.measure_budget - len(learner.measured)
         if left <= 0:
@@ -205,7 +219,7 @@ def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
         children: dict[tuple, tuple[Scored, Move, ProgramState]] = {}
         for parent in beam:
             for m in moves(parent.state, replace(space, kinds=(kind,))):
-                if m.state.key not in learner.measured and m.state.key not in children and m.state.key != state.key:
+                if not learner.has(m.state.key) and m.state.key not in children:
                     children[m.state.key] = (Scored(0.0, parent.schedule + m.step, m.state), m, parent.state)
         if not children:
             continue
@@ -224,7 +238,7 @@ def _staged(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
             legal.append(replace(c, score=float(scores[i])))
         if legal:
             learner.measure(diverse_top(legal, quota))
-        beam = sorted([root, *learner.measured.values()], key=lambda c: -c.score)[:opts.beam_size]
+        beam = learner.known()[:opts.beam_size]
     _rounds(state, learner, opts, space)
 
 
@@ -256,7 +270,7 @@ def _block_batch(nests: list[list[Block]], fastest: dict[tuple, float], n: int) 
 
 @dataclass
 class _Blocks:
-    """Batches of register blocks of the loop nests of the ``block_nests`` fastest measured schedules (of
+    """Batches of register blocks of the loop nests of the ``block_nests`` fastest known schedules (of
     each nest, its fastest schedule and its fastest without jams; ``search.blocks``: ranked by the reuse
     they create, not by the model, which never saw them), each starting with the packs
     (``search.blocks.packs``) of the fastest schedule so far, where it has blocks. Blocks whose first batch
@@ -272,7 +286,7 @@ class _Blocks:
 
     def batch(self, learner: _Learner, n: int) -> list[Scored]:
         """At most ``n`` blocks and packs not measured yet (none when none is left)."""
-        fastest_first = learner.fastest_first()
+        fastest_first = learner.known()
         bases = list(dict.fromkeys(nest_of(c.schedule, jams=False) for c in fastest_first))[:self.block_nests]
         sources = []  # of each base nest, its fastest schedule and its fastest without jams
         for base in bases:
@@ -315,11 +329,11 @@ class _Neighbors:
     def batch(self, learner: _Learner, n: int) -> list[Scored]:
         """At most ``n`` legal neighbors not measured yet (none when none is left)."""
         fresh: dict[tuple, Neighbor] = {}
-        for c in learner.fastest_first()[:self.bases]:
+        for c in learner.known()[:self.bases]:
             if c.schedule not in self.found:
                 self.found[c.schedule] = neighbors(self.root, c.schedule, self.space)
             fresh.update((m.state.key, m) for m in self.found[c.schedule]
-                         if m.state.key not in learner.measured and m.state.key not in self.refused
+                         if not learner.has(m.state.key) and m.state.key not in self.refused
                          and m.state.key not in fresh)
         if not fresh:
             return []
@@ -352,14 +366,14 @@ def _refine(state: ProgramState, learner: _Learner, opts: AdaptiveOptions, space
         for k in opts.refiners]
     asked = [0] * len(kinds)  # batches each kind measured
     turn = 0
-    while kinds and learner.measured and (left := opts.measure_budget - len(learner.measured)) > 0:
+    while kinds and (left := opts.measure_budget - len(learner.measured)) > 0:
         chosen = kinds[turn].batch(learner, min(opts.batch, left))
         paid = False
         if chosen:
-            before = learner.fastest_first()[0].score
+            before = learner.known()[0].score
             learner.measure(chosen)
             asked[turn] += 1
-            paid = learner.fastest_first()[0].score >= GAIN * before
+            paid = learner.known()[0].score >= GAIN * before
         if paid:
             continue
         if not chosen or (asked[turn] == 1 and kinds[turn].retire_unpaid):  # nothing left, or not worth it
@@ -378,7 +392,7 @@ def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: Measu
     so far (the last one stays there); ``measurer`` measures, and keeps, every batch. ``on_round`` is
     called after each batch's measurements with every measured schedule so far, in the order measured.
     """
-    learner = _Learner(scorer, measurer, opts.update, on_round)
+    learner = _Learner(scorer, measurer, opts.update, on_round, Scored(1.0, Schedule(), state))
     first = replace(opts, measure_budget=max(1, opts.measure_budget - round(opts.refine * opts.measure_budget)))
     (_staged if opts.strategy == "staged" else _rounds)(state, learner, first, space)
     _refine(state, learner, opts, space)
