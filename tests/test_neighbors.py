@@ -63,3 +63,22 @@ def test_the_local_phase_measures_legal_neighbors_of_the_fastest_schedules_withi
         assert Schedule.parse(str(c.schedule)).apply(gemm()).key == c.state.key
     # parallel and tiled schedules measure 4.5x here: the local search keeps them once found
     assert ranked[0].score == 4.5
+
+
+def test_a_neighbors_pack_that_no_longer_applies_is_dropped_and_one_that_cannot_be_laid_out_scores_zero():
+    # 3mm: fusing S2 into S3's nest leaves loop j_1 with no reader of D: the replayed pack is dropped
+    p = KERNELS["3mm"].program("small")
+    root = ProgramState.initial(p)
+    ns = {str(n.schedule): n for n in neighbors(root, Schedule.parse("K(D,j_1) I(i_1,j_1) K(F,j_2)"))}
+    fused = [t for t in ns if t.startswith("F(S2,S3,")]
+    assert fused and all("K(D,j_1)" not in t for t in fused), fused
+    # trmm: with j_r interchanged back, the box of A read in a run of i is unbounded: not a legal schedule,
+    # and not one the model can read, so the search scores it 0 (it used to stop the search)
+    p = KERNELS["trmm"].program("small")
+    root = ProgramState.initial(p)
+    n = next(n for n in neighbors(root, Schedule.parse("J(j,4) I(i,j_r) K(A,i)")) if str(n.schedule) ==
+             "J(j,4) I(i,k) K(A,i)")
+    assert not legal(root, n)
+    scorer = ModelEvaluator(small_model())
+    scores = scorer.score([root, n.state])
+    assert scores[0] > 0 and scores[1] == 0

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..costmodel.model import CostModel
-from ..errors import VacuousCheckError
+from ..errors import ScheduleError, VacuousCheckError
 from ..features.extract import FeatureLimitError, featurize
 from ..ir.state import ProgramState
 from ..runner import LocalRunner, Measurement, Runner, Timing
@@ -21,7 +21,8 @@ from ..runner import LocalRunner, Measurement, Runner, Timing
 @dataclass
 class ModelEvaluator:
     """Scores by the cost model; a state beyond the features' limits (too deep after tiling) scores 0,
-    so the search never keeps what the model cannot judge."""
+    so the search never keeps what the model cannot judge, and so does one whose packs cannot be laid
+    out (a neighbor built without checks, ``search.neighbors``: its box unbounded or too big)."""
 
     model: CostModel
     scored: int = 0
@@ -33,7 +34,7 @@ class ModelEvaluator:
             try:
                 trees.append(featurize(st))
                 keep.append(k)
-            except FeatureLimitError:
+            except (FeatureLimitError, ScheduleError):
                 pass
         out = np.zeros(len(states))
         if trees:

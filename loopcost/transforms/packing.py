@@ -32,7 +32,9 @@ class Pack(Transformation):
         if self.buffer not in {b.name for b in state.program.buffers}:
             raise ScheduleError(f"no buffer {self.buffer!r} in program {state.program.name!r}; buffers are "
                                 f"{[b.name for b in state.program.buffers]}")
-        state.comps_with(self.loop)
+        inside = state.comps_with(self.loop)
+        if not any(r.buffer == self.buffer for cs in inside for r in state.program.computation(cs.comp).reads()):
+            raise ScheduleError(f"nothing inside loop {self.loop!r} reads {self.buffer!r}")
         if self.buffer in state.packs(self.loop):
             raise ScheduleError(f"loop {self.loop!r} already packs {self.buffer!r}")
         return state.with_tags(LoopTag(self.loop, "pack", buffer=self.buffer))
