@@ -228,7 +228,7 @@ def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_
         # every measurement but the first one's (the rounds') for blocks, while they pay
         ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
                                  opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, refine=1.0,
-                                                      refiners=("blocks",)))
+                                                      refiners=("blocks",), seeds=False))
         every = [t for b in runner.batches for t in b]
         assert len(every) == 16 == len(set(every)) and ranked[0].score == max(m.speedup for m in measurer.measurements)
         return every, batches, ranked
@@ -318,10 +318,28 @@ def test_the_unscheduled_program_is_a_base_of_the_refinement_where_everything_me
     runner = OnlyJams()
     scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
     ranked = adaptive_search(ProgramState.initial(gemm()), scorer, measurer,
-                             opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, refiners=("blocks",)))
+                             opts=AdaptiveOptions(measure_budget=16, batch=4, beam_size=2, refiners=("blocks",),
+                                                  seeds=False))
     every = [t for b in runner.batches for t in b]
     assert "" not in every and len(every) == len(set(every)) <= 16  # 1x without measuring it
     assert max(m.speedup for m in measurer.measurements[:8]) < 1.0, every[:8]  # the rounds found nothing faster
     # the blocks were cut from the unscheduled nest: jams alone, then blocks of that block (before, from the
     # nests the rounds measured: 2x at best, their other steps kept)
     assert ranked[0].score >= 4.0 and {s.kind for s in ranked[0].schedule.steps} == {"jam"}
+
+
+def test_adaptive_measures_the_memory_order_seeds_first_and_builds_on_them():
+    from loopcost.ir.state import ProgramState
+    from loopcost.search.orders import seeds
+
+    root = ProgramState.initial(gemm())
+    runner = ByTags()
+    scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
+    ranked = adaptive_search(root, scorer, measurer, opts=AdaptiveOptions(measure_budget=12, batch=4, beam_size=2))
+    assert runner.batches[0] == [str(s) for s in seeds(root)]
+    assert len({t for b in runner.batches for t in b}) == sum(map(len, runner.batches)) <= 12
+    assert ranked[0].score == max(m.speedup for m in measurer.measurements)
+    runner = ByTags()
+    adaptive_search(root, ModelEvaluator(small_model()), MeasuringEvaluator(runner),
+                    opts=AdaptiveOptions(measure_budget=12, batch=4, beam_size=2, seeds=False))
+    assert runner.batches[0] != [str(s) for s in seeds(root)]

@@ -165,3 +165,27 @@ def test_the_measured_top_k_prefers_distinct_cores_then_distinct_structures():
     ranked = [Scored(10.0 - n, Schedule.parse(t), None) for n, t in enumerate(texts)]
     top = [str(c.schedule) for c in diverse_top(ranked, 4)]
     assert top == ["P(i) V(j,16)", "I(i,j)", "P(i) U(j,4)", "I(i,j) U(i,2)"]  # cores, then structures
+
+
+def test_memory_order_seeds_sink_the_stride_one_loop_innermost_and_parallelize_the_outer_loop():
+    from loopcost.ir.affine import Affine
+    from loopcost.search.orders import access_cost, seeds
+
+    i, j = Affine.var("i"), Affine.var("j")
+    assert access_cost((i, j), "j", 100, 8) == 8 / 64  # along a row: a line every 8 doubles
+    assert access_cost((j, i), "j", 100, 8) == 1.0  # down a column: a line every iteration
+    assert access_cost((i,), "j", 100, 8) == 1 / 100  # invariant: loaded once
+    assert access_cost((i, j * 2), "j", 100, 8) == 1.0  # stride 2
+    # gemm's i-j-k: C[i][j] and B[k][j] run along rows in j, A[i][k] is invariant: i-k-j, the init
+    # distributed from the product at j's level first (interchanging under it reads C before it is set)
+    root = ProgramState.initial(KERNELS["gemm"].program("small"))
+    found = [str(s) for s in seeds(root)]
+    assert found == ["F(S0,S1,1) I(j_1,k)", "F(S0,S1,1) I(j_1,k) P(i)"]
+    # conv2d: x innermost, under the reduction loops, the batch loop parallel
+    root = ProgramState.initial(KERNELS["conv2d"].program("small"))
+    order, parallel = seeds(root)
+    state = parallel.apply(root)
+    s1 = next(cs for cs in state.comps if cs.comp == "S1")
+    assert s1.loops[-1] == "x_1" and s1.loops[:1] == ("n",) and state.tag_of("n", "parallel")
+    # where no loop order or parallel loop is legal (a time-iterated in-place stencil), no seed
+    assert seeds(ProgramState.initial(KERNELS["seidel-2d"].program("small"))) == []

@@ -1,6 +1,8 @@
 """Adaptive search: the cost model corrected, batch after batch, by what the search measures.
 
-Two strategies spend the measurement budget. ``rounds`` (the default) runs whole model-guided beam
+It starts by measuring the loop orders that memory cost alone chooses (``search.orders``: the loop with
+stride-1 accesses innermost, the outer loop parallel), which a model that never saw the kernel's family
+can miss. Then two strategies spend the measurement budget. ``rounds`` (the default) runs whole model-guided beam
 searches, each measuring a batch of its best candidates not measured yet (the best of distinct cores by
 prediction, plus the ones the ensemble's members disagree on most: the model's blind spots, plus the best
 of a second beam search that avoids the first steps already measured: the model's early choices, which
@@ -37,6 +39,7 @@ from .beam import beam_search
 from .blocks import Block, blocks, nest_of, packs
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .neighbors import Neighbor, legal, neighbors
+from .orders import seeds
 from .ranking import RANKED, diverse_top
 
 #: how an adaptive search spends its measurements: ``rounds`` runs whole model-guided beam searches and
@@ -56,7 +59,8 @@ class AdaptiveOptions:
     ``novel_depths[k % len]`` steps); the beam keeps ``beam_size`` states. The last ``refine`` share of
     the budget measures batches of ``refiners`` (``_refine``): register blocks of the loop nests of the
     ``block_nests`` fastest schedules (``search.blocks``) and the best-predicted neighbors of the
-    ``local_bases`` fastest schedules (``search.neighbors``)."""
+    ``local_bases`` fastest schedules (``search.neighbors``). With ``seeds``, the loop orders chosen by
+    memory cost (``search.orders``) are measured first."""
 
     measure_budget: int = 48
     batch: int = 8
@@ -69,6 +73,7 @@ class AdaptiveOptions:
     refiners: tuple[str, ...] = REFINERS
     block_nests: int = 3
     local_bases: int = 2
+    seeds: bool = True
     update: UpdateConfig = UpdateConfig()
 
     def __post_init__(self) -> None:
@@ -393,6 +398,8 @@ def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: Measu
     called after each batch's measurements with every measured schedule so far, in the order measured.
     """
     learner = _Learner(scorer, measurer, opts.update, on_round, Scored(1.0, Schedule(), state))
+    if opts.seeds and (found := seeds(state)):
+        learner.measure([Scored(0.0, s, s.apply(state)) for s in found[:opts.measure_budget]])
     first = replace(opts, measure_budget=max(1, opts.measure_budget - round(opts.refine * opts.measure_budget)))
     (_staged if opts.strategy == "staged" else _rounds)(state, learner, first, space)
     _refine(state, learner, opts, space)
