@@ -48,7 +48,7 @@ def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] |
     of its runs; raises ScheduleError when nothing there reads it or the box is not bounded."""
     p = state.program
     loops_of = {c.name: loops for c, loops in p.walk_computations()}
-    readers = _inside(state, loop, only, lambda cs: any(r.buffer == buffer for r in p.computation(cs.comp).reads()))
+    readers = reading(state, loop, buffer, only)
     if not readers:
         raise ScheduleError(f"nothing inside loop {loop!r} reads {buffer!r}")
     region, n = None, 2 * readers[0].level_of(loop) + 1
@@ -82,6 +82,12 @@ def _inside(state: ProgramState, loop: str, only: frozenset[str] | None,
     first are kept."""
     comps = [cs for cs in state.comps_with(loop) if (only is None or cs.comp in only) and keep(cs)]
     return [cs for cs in comps if cs.level_of(loop) == comps[0].level_of(loop)] if comps else []
+
+
+def reading(state: ProgramState, loop: str, buffer: str, only: frozenset[str] | None = None) -> list[CompSchedule]:
+    """The computations inside ``loop`` (those named in ``only``) that read ``buffer``."""
+    p = state.program
+    return _inside(state, loop, only, lambda cs: any(r.buffer == buffer for r in p.computation(cs.comp).reads()))
 
 
 def printed_inside(state: ProgramState, loop: str) -> tuple[int, list[CompSchedule]]:

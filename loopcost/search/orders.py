@@ -43,7 +43,7 @@ def innermost_by_cost(state: ProgramState, comp: str) -> str | None:
     """The loop of computation ``comp`` whose accesses cost the fewest cache lines per iteration (ties: the
     innermost of them), among its loops that move with one original iterator over a known trip count;
     None where there is no such loop."""
-    cs = next(c for c in state.comps if c.comp == comp)
+    cs = state.comp(comp)
     c = state.program.computation(comp)
     accesses = list({(a.buffer, a.index): a for a in [c.target, *c.reads()]}.values())
     best: tuple[float, int, str] | None = None
@@ -60,7 +60,7 @@ def innermost_by_cost(state: ProgramState, comp: str) -> str | None:
 
 def _sink(state: ProgramState, comp: str, q: int) -> list[Transformation]:
     """Adjacent interchanges that move ``comp``'s loop at level ``q`` innermost, the others keeping their order."""
-    cs = next(c for c in state.comps if c.comp == comp)
+    cs = state.comp(comp)
     names = [n for n in cs.loops if n is not None]
     return [Interchange(cs.loops[q], after) for after in names[q + 1:]]
 
@@ -70,7 +70,7 @@ def _sunk(root: ProgramState, schedule: Schedule, comp: str) -> Schedule:
     another computation shares that loop (an initialization of the same array, run before the loop nest),
     it is first distributed from it at that loop's level (gemm: ``F(S0,S1,1) I(j_1,k)``)."""
     state = schedule.apply(root)
-    cs = next(c for c in state.comps if c.comp == comp)
+    cs = state.comp(comp)
     if (loop := innermost_by_cost(state, comp)) is None:
         return schedule
     q = cs.level_of(loop)
@@ -109,7 +109,7 @@ def seeds(root: ProgramState) -> list[Schedule]:
     parallel = order
     for cs in root.comps:
         state = parallel.apply(root)
-        outer = next(c for c in state.comps if c.comp == cs.comp).loops[0]
-        if outer is not None and not any(t.loop == outer and t.kind == "parallel" for t in state.tags):
+        outer = state.comp(cs.comp).loops[0]
+        if outer is not None and state.tag_of(outer, "parallel") is None:
             parallel = _try(root, parallel, [Parallelize(outer)])
     return [s for s in dict.fromkeys((order, parallel)) if s.steps]

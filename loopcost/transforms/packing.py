@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
+from ..ir.packing import reading
 from ..ir.state import LoopTag, ProgramState
 from .base import Transformation
 
@@ -32,8 +33,7 @@ class Pack(Transformation):
         if self.buffer not in {b.name for b in state.program.buffers}:
             raise ScheduleError(f"no buffer {self.buffer!r} in program {state.program.name!r}; buffers are "
                                 f"{[b.name for b in state.program.buffers]}")
-        inside = state.comps_with(self.loop)
-        if not any(r.buffer == self.buffer for cs in inside for r in state.program.computation(cs.comp).reads()):
+        if not reading(state, self.loop, self.buffer):
             raise ScheduleError(f"nothing inside loop {self.loop!r} reads {self.buffer!r}")
         if self.buffer in state.packs(self.loop):
             raise ScheduleError(f"loop {self.loop!r} already packs {self.buffer!r}")
