@@ -189,3 +189,25 @@ def test_memory_order_seeds_sink_the_stride_one_loop_innermost_and_parallelize_t
     assert s1.loops[-1] == "x_1" and s1.loops[:1] == ("n",) and state.tag_of("n", "parallel")
     # where no loop order or parallel loop is legal (a time-iterated in-place stencil), no seed
     assert seeds(ProgramState.initial(KERNELS["seidel-2d"].program("small"))) == []
+
+
+def test_memory_order_counts_triangular_loops_by_their_most_trips():
+    """PolyBench's covariance: cov[i][j] += d[k][i] * d[k][j] with j from i to m. The stride-1 loop is the
+    triangular j; a search that skipped loops without constant bounds sank i (a column walk) instead."""
+    from loopcost import ProgramBuilder
+    from loopcost.search.orders import innermost_by_cost, most_trips, seeds
+
+    b = ProgramBuilder("cov")
+    d, cov = b.input("d", (12, 10)), b.output("cov", (10, 10))
+    with b.loop("i", 0, 10) as i:
+        with b.loop("j", i, 10) as j:
+            cov[i, j] = 0.0
+            with b.loop("k", 0, 12) as k:
+                cov[i, j] += d[k, i] * d[k, j]
+    root = ProgramState.initial(b.build())
+    assert [most_trips(root, "S1", n) for n in ("i", "j", "k")] == [10, 10, 12]
+    assert innermost_by_cost(root, "S1") == "j"
+    order, parallel = seeds(root)
+    s1 = order.apply(root).comp("S1")
+    assert s1.loops[-1].startswith("j") and s1.loops[0] == "i"
+    assert parallel.apply(root).tag_of("i", "parallel") is not None

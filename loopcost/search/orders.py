@@ -13,6 +13,7 @@ its refinement (register blocks, neighbors) builds on them where they measure fa
 from __future__ import annotations
 
 from ..errors import ScheduleError
+from ..features.quasi import unwrap
 from ..ir.affine import Affine
 from ..ir.packing import ELEMENT_BYTES
 from ..ir.state import ProgramState
@@ -39,16 +40,41 @@ def access_cost(index: tuple[Affine, ...], it: str, trip: int, element: int) -> 
     return 1.0
 
 
+def most_trips(state: ProgramState, comp: str, loop: str) -> int | None:
+    """The most times ``comp``'s loop ``loop`` runs each time it is entered: ``trips`` where its bounds are
+    constant; where they move with the loops around it (a triangular ``j`` from ``i`` to ``m``), the most
+    that ``upper - lower`` reaches over the ranges of those loops (interval bounds, outermost first); None
+    where its level is not one original loop."""
+    if (known := trips(state, loop)) is not None:
+        return known
+    cs = state.comp(comp)
+    original = unwrap(cs.levels[cs.level_of(loop)])
+    ranges: dict[str, tuple[int, int]] = {}
+    for lp in state.program.enclosing_loops(comp):
+        if any(v not in ranges for v in (*lp.lower.variables, *lp.upper.variables)):
+            return None
+        lo, hi = _least(lp.lower, ranges), -_least(-lp.upper, ranges) - 1
+        if lp.name == original:
+            return max(0, -_least(-(lp.upper - lp.lower), ranges))
+        ranges[lp.name] = (lo, hi)
+    return None
+
+
+def _least(a: Affine, ranges: dict[str, tuple[int, int]]) -> int:
+    """The least value of ``a`` with each iterator anywhere in its inclusive range."""
+    return a.const + sum(c * ranges[v][0 if c > 0 else 1] for v, c in a.terms)
+
+
 def innermost_by_cost(state: ProgramState, comp: str) -> str | None:
     """The loop of computation ``comp`` whose accesses cost the fewest cache lines per iteration (ties: the
-    innermost of them), among its loops that move with one original iterator over a known trip count;
-    None where there is no such loop."""
+    innermost of them), among its loops that move with one original iterator over a known most trip count
+    (``most_trips``: a triangular loop's too); None where there is no such loop."""
     cs = state.comp(comp)
     c = state.program.computation(comp)
     accesses = list({(a.buffer, a.index): a for a in [c.target, *c.reads()]}.values())
     best: tuple[float, int, str] | None = None
     for q, (name, its) in enumerate(zip(cs.loops, state.moves_with(cs), strict=True)):
-        if name is None or len(its) != 1 or (trip := trips(state, name)) is None:
+        if name is None or len(its) != 1 or (trip := most_trips(state, comp, name)) is None:
             continue
         it = next(iter(its))
         cost = sum(access_cost(a.index, it, trip, ELEMENT_BYTES[state.program.buffer(a.buffer).dtype])
