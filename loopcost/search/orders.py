@@ -53,10 +53,9 @@ def most_trips(state: ProgramState, comp: str, loop: str) -> int | None:
     for lp in state.program.enclosing_loops(comp):
         if any(v not in ranges for v in (*lp.lower.variables, *lp.upper.variables)):
             return None
-        lo, hi = _least(lp.lower, ranges), -_least(-lp.upper, ranges) - 1
         if lp.name == original:
-            return max(0, -_least(-(lp.upper - lp.lower), ranges))
-        ranges[lp.name] = (lo, hi)
+            return max(0, -_least(lp.lower - lp.upper, ranges))
+        ranges[lp.name] = (_least(lp.lower, ranges), -_least(-lp.upper, ranges) - 1)
     return None
 
 
