@@ -23,10 +23,11 @@ from ..features.quasi import unwrap
 from ..ir.packing import read_box
 from ..ir.polyhedral import domain_str, points
 from ..ir.state import ProgramState
-from ..transforms.base import Transformation
+from ..transforms.jam import UnrollJam
 from ..transforms.packing import Pack
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions, moves
+from ..transforms.tags import Parallelize
 
 #: values a block may keep in registers before its worth is scaled down (x86-64 with AVX-512 and AArch64
 #: have 32 vector registers)
@@ -101,7 +102,8 @@ def nest_of(schedule: Schedule, jams: bool = True) -> str:
     return " ".join(str(s) for s in schedule.steps if s.kind in NEST_KINDS and (jams or s.kind != "jam"))
 
 
-_Jams = tuple[tuple[Transformation, ...], ProgramState]
+#: a block's jams, the state they reach and, of each jammed loop, its loop over blocks
+_Jams = tuple[tuple[UnrollJam, ...], ProgramState, dict[str, str]]
 
 
 def _fits(state: ProgramState, loop: str, factor: int, factors: tuple[int, ...]) -> bool:
@@ -114,10 +116,10 @@ def _fits(state: ProgramState, loop: str, factor: int, factors: tuple[int, ...])
 def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Jams]:
     """Every legal block of one jam, or two of distinct loops around one computation (a block of each of
     two computations is a block of a block: ``blocks`` of a schedule with jams), of loops not in
-    ``avoid``, from ``state``."""
+    ``avoid``, from ``state``, with the loop over blocks of each jammed loop."""
     jam = replace(space, kinds=("jam",))
 
-    def legal(before: ProgramState, first: str | None) -> list[tuple[Transformation, ProgramState]]:
+    def legal(before: ProgramState, first: str | None) -> list[tuple[UnrollJam, ProgramState, str]]:
         out = []
         for m in moves(before, jam):
             if m.step.loop in avoid or not _fits(before, m.step.loop, m.step.factor, space.jam_factors):
@@ -126,40 +128,42 @@ def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Ja
                                       or not any({first, m.step.loop} <= set(cs.loops) for cs in before.comps)):
                 continue
             try:
-                out.append((m.step, m.state if m.proven else m.step.checked(before, m.state)))
+                out.append((m.step, m.state if m.proven else m.step.checked(before, m.state), m.step.outer(before)))
             except ScheduleError:
                 continue
         return out
 
     out = []
-    for step, one in legal(state, None):
-        out.append(((step,), one))
-        out += [((step, second), two) for second, two in legal(one, step.loop)]
+    for step, one, outer in legal(state, None):
+        out.append(((step,), one, {step.loop: outer}))
+        out += [((step, second), two, {step.loop: outer, second.loop: outer2})
+                for second, two, outer2 in legal(one, step.loop)]
     return out
 
 
 def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOptions()) -> list[Block]:
-    """The register blocks of ``schedule``'s loop nest, best ``worth`` first: its nest steps, one or two jams
-    (of loops its tail does not make parallel), then its other steps where they still apply (an unroll of
-    a jammed loop does not). Empty if the nest cannot be replayed."""
+    """The register blocks of ``schedule``'s loop nest, best ``worth`` first: its nest steps, one or two jams,
+    then its other steps where they still apply (an unroll of a jammed loop does not; a jammed loop that
+    the tail makes parallel hands that to its loop over blocks: conv1d's ``P(o)`` becomes ``P(o_r)``
+    under ``J(o,8)``, which reads each ``X[c][x+r]`` once for eight output channels). Empty if the nest
+    cannot be replayed."""
     nest = tuple(s for s in schedule.steps if s.kind in NEST_KINDS)
     tail = tuple(s for s in schedule.steps if s.kind not in NEST_KINDS)
     try:
         base = Schedule(nest).apply(root)
     except ScheduleError:
         return []
-    full, _ = Schedule(tail).replay(base)
-    avoid = {t.loop for t in full.tags if t.kind == "parallel"}  # an unroll or vector step that clashes is dropped
-    avoid |= {t.loop + "_r" for t in base.tags if t.kind == "jam"}  # a block's loop of blocks: jams of jams
+    avoid = {t.loop + "_r" for t in base.tags if t.kind == "jam"}  # a block's loop of blocks: jams of jams
     out: dict[frozenset, Block] = {}
-    for jams, state in _jams(base, space, avoid):
+    for jams, state, outers in _jams(base, space, avoid):
         key = frozenset((j.loop, j.factor) for j in jams)
         if key in out:  # the same jams in the other order: the same block
             continue
         levels = [cs.level_of(j.loop) for j in jams for cs in base.comps_with(j.loop)[:1]]
         iters = {v for j in jams for cs in base.comps_with(j.loop) for v in base.moves_with(cs)[cs.level_of(j.loop)]}
         worth = balance(state)
-        state, kept = Schedule(tail).replay(state)
+        moved = tuple(Parallelize(outers[s.loop]) if s.kind == "parallelize" and s.loop in outers else s for s in tail)
+        state, kept = Schedule(moved).replay(state)
         out[key] = Block(Schedule(nest + jams) + kept, state, nest_of(schedule), key, frozenset(iters), worth,
                          sum(levels))
     return sorted(out.values(), key=lambda b: (-b.worth, -b.depth))

@@ -73,6 +73,10 @@ class UnrollJam(Transformation):
     code = "J"
     kind = "jam"
 
+    def outer(self, state: ProgramState) -> str:
+        """The name the loop over blocks gets when this jam applies to ``state``."""
+        return fresh_name(state, f"{self.loop}_r")
+
     def transformed(self, state: ProgramState) -> ProgramState:
         if not 2 <= self.factor <= MAX_JAM:
             raise ScheduleError(f"unroll-and-jam factor must be 2..{MAX_JAM}, got {self.factor}")
@@ -82,7 +86,7 @@ class UnrollJam(Transformation):
             if block > MAX_BLOCK:
                 raise ScheduleError(f"unroll-and-jam {self}: a block of {block} copies of {cs.comp} (at most "
                                     f"{MAX_BLOCK})")
-        outer = fresh_name(state, f"{self.loop}_r")
+        outer = self.outer(state)
         state = tile_levels(state, (self.loop,), (self.factor,), [outer])
         state = sink_innermost(state, self.loop)
         return state.with_tags(LoopTag(outer, "tile", self.factor), LoopTag(self.loop, "tiled", self.factor),
