@@ -154,18 +154,20 @@ def table(rows: list[dict], columns: list[str]) -> str:
     for group in dict.fromkeys(r["group"] for r in rows):
         rs = [r for r in rows if r["group"] == group]
         lines += [f"\n### {group} ({len(rs)} kernels)\n",
-                  "| kernel | " + " | ".join(columns) + " | measurements (" + " / ".join(columns) + ") |",
-                  "|---|" + "---:|" * len(columns) + "---|"]
+                  "| kernel | " + " | ".join(columns) + " | measurements (" + " / ".join(columns)
+                  + ") | search s (same order) |",
+                  "|---|" + "---:|" * len(columns) + "---|---|"]
         for r in rs:
             lines.append(f"| {r['kernel']} | " + " | ".join(f"{r['speedup'][c]:.2f}x" for c in columns)
-                         + " | " + " / ".join(str(r["measurements"][c]) for c in columns) + " |")
+                         + " | " + " / ".join(str(r["measurements"][c]) for c in columns)
+                         + " | " + " / ".join(f"{r['search_s'][c]:.0f}" for c in columns) + " |")
         gm = {c: gmean([r["speedup"][c] for r in rs]) for c in columns}
-        lines.append("| **geometric mean** | " + " | ".join(f"**{gm[c]:.2f}x**" for c in columns) + " | |")
+        lines.append("| **geometric mean** | " + " | ".join(f"**{gm[c]:.2f}x**" for c in columns) + " | | |")
         if "exec" in columns:
             lines.append("| ratio to exec | " + " | ".join(f"{100 * gm[c] / gm['exec']:.0f}%" for c in columns)
-                         + " | |")
+                         + " | | |")
         wall = {c: statistics.median(r["search_s"][c] for r in rs) for c in columns}
-        lines.append("| median search s | " + " | ".join(f"{wall[c]:.0f}" for c in columns) + " | |")
+        lines.append("| median search s | " + " | ".join(f"{wall[c]:.0f}" for c in columns) + " | | |")
     return "\n".join(lines) + "\n"
 
 
