@@ -6,7 +6,7 @@ import pytest
 from loopcost.codegen.c_source import kernel_c
 from loopcost.errors import IllegalScheduleError, ScheduleError
 from loopcost.ir.dsl import ProgramBuilder
-from loopcost.ir.packing import PACK_BYTES, read_box
+from loopcost.ir.packing import PACK_BYTES, pack_scale, read_box
 from loopcost.kernels import KERNELS
 from loopcost.runner import LocalRunner, Timing
 from loopcost.transforms.schedule import Schedule
@@ -48,6 +48,8 @@ def test_the_box_of_a_tile_moves_with_the_tile_loops_and_has_the_tiles_extents()
     # two nests' copies in one function: gcc 12 aligned the second for its vector loads but not the stack
     # slot it shares with the first (vmovaps on a 16-byte boundary: SIGSEGV); the copies are aligned now
     ("matmul-relu", "V(j_1,8) K(bias,j_1) K(B,j)"),
+    # a scaled copy (1.5 * A) read by a block
+    ("gemm", "F(S0,S1,0) T3(i_1,j_1,k,8,16,8) J(i_1,4) J(j_1,4) K(B,i_1_r) K(A,j_1_r)"),
 ])
 def test_packed_schedules_compute_what_the_program_computes(name, text):
     state = Schedule.parse(text).apply(KERNELS[name].program("small"))
@@ -170,7 +172,7 @@ def test_a_pack_copies_only_in_the_runs_that_read_it_when_fusion_lengthens_its_l
     # before each run of k, row i of A; fused, i and k run 40 times, and A has 8 rows
     state = Schedule.parse("K(A,k) F(S0,S1,2)").apply(p.build())
     code = kernel_c(state)
-    assert "if (c1 <= 7)\n" in code and code.index("if (c1 <= 7)\n") < code.index("= A[lc_pack0_i0]")
+    assert "if (c1 <= 7)\n" in code and code.index("if (c1 <= 7)\n") < code.index(" A[lc_pack0_i0]")
     m = LocalRunner().measure([state], timing=Timing(1, 0), labels=["fused"])[0]
     assert m.verified, m.error
 
@@ -190,6 +192,29 @@ def test_a_pack_copies_only_in_the_runs_that_read_it_when_a_fused_nest_beside_it
     code = kernel_c(state)
     assert "for (int c5 = 1; c5 <= 254; c5++)" in code  # the loops around the pack run where S0 does not
     guard = "if (c3 <= 3 && c5 <= 3)\n"
-    assert code.count(guard) == code.count("= A[lc_pack0_i0]") > 0
+    assert code.count(guard) == code.count(" A[lc_pack0_i0]") > 0
     m = LocalRunner().measure([state], timing=Timing(1, 0), labels=["fused"])[0]
     assert m.verified, m.error
+
+
+def test_a_copy_holds_the_products_when_every_read_it_serves_is_multiplied_by_one_constant():
+    """gemm's ``C[i][j] += 1.5 * A[i][k] * B[k][j]`` parses as ``(1.5 * A[i][k]) * B[k][j]``: a copy of
+    ``1.5 * A[i][k]`` gives each product the same operands, so the same bits, without the multiply."""
+    gemm = KERNELS["gemm"].program("small")
+    assert pack_scale(list(gemm.computations()), "A").value == 1.5
+    assert pack_scale(list(gemm.computations()), "B") is None  # the right operand of a product, not a constant's
+    assert pack_scale(list(gemm.computations()), "C") is None  # written
+    code = kernel_c(Schedule.parse("F(S0,S1,0) T3(i_1,j_1,k,8,16,8) J(i_1,4) J(j_1,4) K(A,j_1_r)").apply(gemm))
+    assert "] = (1.5 * A[lc_pack0_i0][lc_pack0_i1]);" in code
+    body = code.split("lc_pack0_i1]);")[1]
+    assert "1.5 *" not in body and "(lc_pack0[" in body
+    p = ProgramBuilder("two_scales")
+    X, Y = p.input("X", (8,)), p.output("Y", (8,))
+    with p.loop("i", 0, 7) as i:
+        Y[i] = 2.0 * X[i] + X[i + 1] * 2.0
+    assert pack_scale(list(p.build().computations()), "X").value == 2.0  # either side of the product
+    p = ProgramBuilder("mixed")
+    X, Y = p.input("X", (8,)), p.output("Y", (8,))
+    with p.loop("i", 0, 7) as i:
+        Y[i] = 2.0 * X[i] + 3.0 * X[i + 1]
+    assert pack_scale(list(p.build().computations()), "X") is None  # two constants: copied as it is

@@ -17,7 +17,7 @@ import islpy as isl
 from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read
 from ..ir.functions import SELECTS, c_function
-from ..ir.packing import read_box, runs
+from ..ir.packing import pack_scale, read_box, runs
 from ..ir.polyhedral import domains
 from ..ir.program import DTYPES, INT_DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
@@ -85,8 +85,9 @@ def _isl_c(e: isl.AstExpr) -> str:
     return _ISL_MACROS.sub(lambda m: f"lc_{m.group(1)}(", e.to_C_str())
 
 
-#: a packed buffer's copy: its array's name and, per dimension, the name of its offset
-Packed = tuple[str, tuple[str, ...]]
+#: a packed buffer's copy: its array's name, per dimension the name of its offset, and the constant its
+#: elements were multiplied by (``ir.packing.pack_scale``; None: copied as they are)
+Packed = tuple[str, tuple[str, ...], Const | None]
 
 
 def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
@@ -94,7 +95,7 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
            packs: Mapping[str, Packed] | None = None) -> str:
     """C text of an expression whose result has ``dtype``; elements that ``local`` names (their index
     read through ``aenv``) are printed as those local variables, and reads of a buffer in ``packs`` read
-    its copy."""
+    its copy (a product of a scaled copy's constant and a read of it: the copy's element)."""
     if isinstance(e, Const):
         if dtype in INT_DTYPES:
             return str(int(e.value))
@@ -104,10 +105,13 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
         if local and aenv is not None and element(e, aenv) in local:
             return local[element(e, aenv)]
         if packs and e.buffer in packs:
-            name, offsets = packs[e.buffer]
+            name, offsets, _ = packs[e.buffer]
             return name + "".join(f"[{a.to_c(env)} - {o}]" for a, o in zip(e.index, offsets, strict=True))
         return e.buffer + "".join(f"[{a.to_c(env)}]" for a in e.index)
     if isinstance(e, BinOp):
+        for x, y in ((e.lhs, e.rhs), (e.rhs, e.lhs)) if packs and e.op == "*" else ():
+            if isinstance(x, Read) and x.buffer in packs and packs[x.buffer][2] is not None and y == packs[x.buffer][2]:
+                return expr_c(x, p, env, dtype, local, aenv, packs)
         lhs, rhs = (expr_c(x, p, env, dtype, local, aenv, packs) for x in (e.lhs, e.rhs))
         return f"({lhs} {e.op} {rhs})"
     if isinstance(e, Call):
@@ -168,7 +172,7 @@ class _Printer:
         self.values: dict[str, Affine | None] = {}  # iterators of the jam copies being printed: their values
         self.tests: dict[str, tuple] = {}  # each jam copy's guard: its tests (value, bound)
         #: buffers read from their copies where the node is printed, and the statements that read them so
-        self.packs: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {}
+        self.packs: dict[str, tuple[str, tuple[str, ...], frozenset[str], Const | None]] = {}
         self.copies = 0  # packs printed
         self.packed: set[tuple[str, str]] = set()  # (loop, buffer) packs whose loop is being printed
 
@@ -296,9 +300,13 @@ class _Printer:
                 self.emit(at + d, f"for (int {it} = lc_max({offsets[d]}, 0); {it} <= lc_min(({hi}), "
                                   f"lc_min({self.p.buffer(buf).shape[d] - 1}, {offsets[d]} + {extents[d] - 1})); "
                                   f"{it}++)")
+            scale = pack_scale([self.comps[c] for c in readers], buf)
+            element = buf + "".join(f"[{it}]" for it in its)
+            if scale is not None:
+                element = f"({expr_c(scale, self.p, {}, self.p.buffer(buf).dtype)} * {element})"
             self.emit(at + len(its), name + "".join(f"[{it} - {o}]" for it, o in zip(its, offsets, strict=True))
-                      + f" = {buf}" + "".join(f"[{it}]" for it in its) + ";")
-            self.packs[buf] = (name, offsets, readers)
+                      + f" = {element};")
+            self.packs[buf] = (name, offsets, readers, scale)
             self.packed.add((loop, buf))
         self.node(node, depth + 1)
         self.packs = outer
@@ -504,7 +512,8 @@ class _Printer:
             aenv = self.aenv(call) if self.values else {}
             env = {lp.name: aenv[lp.name].to_c() if aenv.get(lp.name) is not None else a
                    for lp, a in zip(self.loops[name], args, strict=True)}
-            packs = {b: (copy, offsets) for b, (copy, offsets, readers) in self.packs.items() if name in readers}
+            packs = {b: (copy, offsets, scale) for b, (copy, offsets, readers, scale) in self.packs.items()
+                     if name in readers}
             self.emit(depth, statement_c(self.comps[name], self.p, env, self.local, (aenv or self.aenv(call))
                                          if self.local else None, packs))
         elif t == isl.ast_node_type.mark:

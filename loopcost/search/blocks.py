@@ -10,7 +10,9 @@ and one that moves costs a memory access per distinct copy per iteration. A bloc
 more statement copies it runs per memory access, while what it keeps in registers fits.
 
 A block that streams a buffer across its rows (gemm's i-j-k block reads ``B[k][j..j+15]``, a new row each
-``k``) reads it better from a packed copy (``K``, ``packs``): the copy's rows are the tile's, adjacent.
+``k``) reads it better from a packed copy (``K``, ``packs``): the copy's rows are the tile's, adjacent. So
+does one that multiplies what it streams by a constant (gemm's ``alpha * A[i][k]``, a multiply and a
+broadcast a row and ``k`` beside the block's FMAs): the copy holds the products (``ir.packing.pack_scale``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
 from ..features.quasi import unwrap
-from ..ir.packing import read_box
+from ..ir.packing import pack_scale, read_box
 from ..ir.polyhedral import domain_str, points
 from ..ir.state import ProgramState
 from ..transforms.jam import UnrollJam
@@ -171,9 +173,10 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
 
 def packs(root: ProgramState, schedule: Schedule) -> list[tuple[Schedule, ProgramState]]:
     """``schedule`` with a pack of each buffer that one of its register blocks reads across rows (in the
-    innermost loop that runs, an index other than the last moves), at the outermost loop where the pack
-    is legal, fits and cuts the rows short (a tile, not whole rows; inside the parallel loop, each thread
-    packs its own copy); none for a schedule without jams."""
+    innermost loop that runs, an index other than the last moves) or scaled (its reads, moving with that
+    loop, multiplied by one constant), at the outermost loop where the pack is legal, fits and, unless
+    scaled, cuts the rows short (a tile, not whole rows; inside the parallel loop, each thread packs its
+    own copy); none for a schedule without jams."""
     try:
         state = schedule.apply(root)
     except ScheduleError:
@@ -188,14 +191,15 @@ def packs(root: ProgramState, schedule: Schedule) -> list[tuple[Schedule, Progra
         inner = state.moves_with(cs)[running[-1]]
         for r in comp.reads():
             across = any({v for v, _ in a.terms} & inner for a in r.index[:-1])
-            if not across or r.buffer == comp.target.buffer or r.buffer in out:
+            scaled = any({v for v, _ in a.terms} & inner for a in r.index) and pack_scale([comp], r.buffer) is not None
+            if not (across or scaled) or r.buffer == comp.target.buffer or r.buffer in out:
                 continue
             row = state.program.buffer(r.buffer).shape[-1]
             for q in running:
                 step = Pack(r.buffer, cs.loops[q])
                 try:
                     packed = step.apply(state)
-                    if read_box(packed, cs.loops[q], r.buffer).extents[-1] >= row:
+                    if not scaled and read_box(packed, cs.loops[q], r.buffer).extents[-1] >= row:
                         continue  # whole rows: the copy would lay them out as they are
                 except ScheduleError:
                     continue

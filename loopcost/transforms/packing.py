@@ -2,7 +2,8 @@
 
 ``K(B,L)``: before each run of loop ``L``, the box of ``B`` that the computations inside ``L`` read in that
 run (``ir.packing.read_box``: its offsets move with the loops around ``L``) is copied into a local array
-whose rows are contiguous, and every read of ``B`` inside ``L`` reads the copy. The copy sits right before
+whose rows are contiguous, and every read of ``B`` inside ``L`` reads the copy (where each of them is
+multiplied by one constant, the copy holds the products: ``ir.packing.pack_scale``). The copy sits right before
 ``L``, so it is exact while nothing inside ``L`` writes ``B``; it lives on the stack of the thread that
 runs ``L``, so no loop at or inside ``L`` may be parallel (a parallel loop around ``L`` gives each thread
 its own copy), and it holds at most ``ir.packing.PACK_BYTES``. These conditions are checked again after
