@@ -66,8 +66,9 @@ def slp_blocks(state: ProgramState) -> bool:
     return False
 
 # Bumped when the C printed for a schedule changes how fast it runs, so that no dataset build mixes labels
-# of two generators. 1: parallel bodies inline; 2: parallel bodies in restrict helpers.
-CODEGEN_VERSION = 2
+# of two generators. 1: parallel bodies inline; 2: parallel bodies in restrict helpers; 3: a pack of a buffer
+# read only as constant * buffer holds the products.
+CODEGEN_VERSION = 3
 PARALLEL_PRAGMA = "#pragma omp parallel for"
 _ISL_MACROS = re.compile(r"\b(floord|min|max)\(")
 _ITERATOR = re.compile(r"\bc\d+\b")  # isl's names of the AST's loop iterators
