@@ -17,7 +17,7 @@ import islpy as isl
 from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read
 from ..ir.functions import SELECTS, c_function
-from ..ir.packing import pack_scale, read_box, runs
+from ..ir.packing import pack_scale, read_box, runs, scaled_read
 from ..ir.polyhedral import domains
 from ..ir.program import DTYPES, INT_DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
@@ -110,9 +110,9 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
             return name + "".join(f"[{a.to_c(env)} - {o}]" for a, o in zip(e.index, offsets, strict=True))
         return e.buffer + "".join(f"[{a.to_c(env)}]" for a in e.index)
     if isinstance(e, BinOp):
-        for x, y in ((e.lhs, e.rhs), (e.rhs, e.lhs)) if packs and e.op == "*" else ():
-            if isinstance(x, Read) and x.buffer in packs and packs[x.buffer][2] is not None and y == packs[x.buffer][2]:
-                return expr_c(x, p, env, dtype, local, aenv, packs)
+        if packs and (scaled := scaled_read(e)) is not None and scaled[0].buffer in packs \
+                and packs[scaled[0].buffer][2] == scaled[1]:
+            return expr_c(scaled[0], p, env, dtype, local, aenv, packs)  # the copy holds the product
         lhs, rhs = (expr_c(x, p, env, dtype, local, aenv, packs) for x in (e.lhs, e.rhs))
         return f"({lhs} {e.op} {rhs})"
     if isinstance(e, Call):

@@ -149,12 +149,19 @@ def pack_bytes(state: ProgramState, box: Box, buffer: str) -> int:
     return box.elements * ELEMENT_BYTES[state.program.buffer(buffer).dtype]
 
 
-def _factors(e: Expr, buffer: str) -> list[Const | None]:
-    """Of each read of ``buffer`` in ``e``: the constant it is multiplied by right above it (None: none)."""
+def scaled_read(e: Expr) -> tuple[Read, Const] | None:
+    """``(B[...], c)`` where ``e`` is ``c * B[...]`` or ``B[...] * c``; None otherwise."""
     if isinstance(e, BinOp) and e.op == "*":
         for x, y in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
-            if isinstance(x, Read) and x.buffer == buffer and isinstance(y, Const):
-                return [y] + _factors(y, buffer)
+            if isinstance(x, Read) and isinstance(y, Const):
+                return x, y
+    return None
+
+
+def _factors(e: Expr, buffer: str) -> list[Const | None]:
+    """Of each read of ``buffer`` in ``e``: the constant it is multiplied by right above it (None: none)."""
+    if (scaled := scaled_read(e)) is not None and scaled[0].buffer == buffer:
+        return [scaled[1]]
     if isinstance(e, Read):
         return [None] if e.buffer == buffer else []
     return [f for c in e.children() for f in _factors(c, buffer)]

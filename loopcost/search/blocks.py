@@ -190,8 +190,9 @@ def packs(root: ProgramState, schedule: Schedule) -> list[tuple[Schedule, Progra
         comp = state.program.computation(cs.comp)
         inner = state.moves_with(cs)[running[-1]]
         for r in comp.reads():
-            across = any({v for v, _ in a.terms} & inner for a in r.index[:-1])
-            scaled = any({v for v, _ in a.terms} & inner for a in r.index) and pack_scale([comp], r.buffer) is not None
+            moving = [bool({v for v, _ in a.terms} & inner) for a in r.index]
+            across = any(moving[:-1])
+            scaled = any(moving) and pack_scale([comp], r.buffer) is not None
             if not (across or scaled) or r.buffer == comp.target.buffer or r.buffer in out:
                 continue
             row = state.program.buffer(r.buffer).shape[-1]
