@@ -337,15 +337,18 @@ def test_the_unscheduled_program_is_a_base_of_the_refinement_where_everything_me
     assert ranked[0].score >= 4.0 and {s.kind for s in ranked[0].schedule.steps} == {"jam"}
 
 
-def test_adaptive_measures_the_memory_order_seeds_first_and_builds_on_them():
+def test_adaptive_measures_the_memory_order_and_register_tiled_seeds_first_and_builds_on_them():
     from loopcost.ir.state import ProgramState
+    from loopcost.search.hardware import this_machine
+    from loopcost.search.microkernels import microkernel_seeds
     from loopcost.search.orders import seeds
 
     root = ProgramState.initial(gemm())
     runner = ByTags()
     scorer, measurer = ModelEvaluator(small_model()), MeasuringEvaluator(runner)
     ranked = adaptive_search(root, scorer, measurer, opts=AdaptiveOptions(measure_budget=12, batch=4, beam_size=2))
-    assert runner.batches[0] == [str(s) for s in seeds(root)]
+    first = [str(s) for s in seeds(root) + microkernel_seeds(root, this_machine())]
+    assert runner.batches[0] == first and any("J(" in t for t in first)
     assert len({t for b in runner.batches for t in b}) == sum(map(len, runner.batches)) <= 12
     assert ranked[0].score == max(m.speedup for m in measurer.measurements)
     runner = ByTags()

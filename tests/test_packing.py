@@ -24,6 +24,21 @@ def test_the_box_of_a_tile_moves_with_the_tile_loops_and_has_the_tiles_extents()
         read_box(state, "i", "x")
 
 
+def test_a_copy_lays_its_dimensions_out_in_the_order_its_readers_move_them():
+    gemm = KERNELS["gemm"].program("small")
+    # B[k][j] under the i-j-k tile: k runs innermost, so the copy is [j][k] and k steps by one element
+    tiled = Schedule.parse("T3(i,j,k,8,16,8) K(B,i)").apply(gemm)
+    assert read_box(tiled, "i", "B").order == (1, 0) and read_box(tiled, "i", "B").copy_extents == (16, 8)
+    assert "double lc_pack0[16][8] __attribute__((aligned(64)));" in kernel_c(tiled)
+    # a 4x4 block: k runs, the copies of i and j sit inside it; A[i][k]'s copy is [k][i] (the four rows' elements
+    # of one k side by side), B[k][j]'s stays [k][j]
+    block = Schedule.parse("F(S0,S1,0) T3(i_1,j_1,k,8,16,8) J(i_1,4) J(j_1,4) K(B,i_1_r) K(A,j_1_r)").apply(gemm)
+    assert read_box(block, "j_1_r", "A").order == (1, 0) and read_box(block, "i_1_r", "B").order == (0, 1)
+    code = kernel_c(block)
+    assert "double lc_pack1[8][4] __attribute__((aligned(64)));" in code
+    assert "lc_pack1[lc_pack1_i1 - lc_pack1_o1][lc_pack1_i0 - lc_pack1_o0] = (1.5 * A[lc_pack1_i0][lc_pack1_i1]);" in code
+
+
 @pytest.mark.parametrize("name, text", [
     ("gemm", "T3(i,j,k,8,16,8) K(B,i)"),
     ("gemm", "T3(i,j,k,8,16,8) K(B,i) K(A,j)"),  # two packs, one inside the other
@@ -152,10 +167,11 @@ def test_the_features_show_a_pack_as_a_copy_before_its_loop_whose_reads_read_the
     before = next(v for v in plain.comps if access(v, 2, "present"))
     assert access(before, 2, "buffer_is_input") and not access(before, 2, "buffer_is_temp")
     assert access(update, 2, "buffer_is_temp") and access(update, 2, "log2_buffer_size") == math.log2(8 * 16)
-    # B[k][j] as gemm's innermost loop (k) steps: a row of B, a row of the copy; the rest of the vector is the same
+    # B[k][j] as gemm's innermost loop (k) steps: a row of B, the next element of the copy (laid out [j][k]:
+    # its readers move k innermost); the rest of the vector is the same
     row = gemm.buffer("B").shape[-1]
     assert access(before, 2, "log2_inner_stride") == pytest.approx(math.log2(1 + row))
-    assert access(update, 2, "log2_inner_stride") == pytest.approx(math.log2(1 + 16)) and row != 16
+    assert access(update, 2, "inner_stride_one") == 1 and access(update, 2, "log2_inner_stride") == 1
     differ = np.flatnonzero(update != before)
     start = L.MAX_DEPTH * L.LEVEL_SIZE + 2 * L.ACCESS_SIZE
     assert set(differ) <= set(range(start, start + len(L.ACCESS_FIELDS)))

@@ -67,8 +67,8 @@ def slp_blocks(state: ProgramState) -> bool:
 
 # Bumped when the C printed for a schedule changes how fast it runs, so that no dataset build mixes labels
 # of two generators. 1: parallel bodies inline; 2: parallel bodies in restrict helpers; 3: a pack of a buffer
-# read only as constant * buffer holds the products.
-CODEGEN_VERSION = 3
+# read only as constant * buffer holds the products; 4: a copy's dimensions in the order its readers move them.
+CODEGEN_VERSION = 4
 PARALLEL_PRAGMA = "#pragma omp parallel for"
 _ISL_MACROS = re.compile(r"\b(floord|min|max)\(")
 _ITERATOR = re.compile(r"\bc\d+\b")  # isl's names of the AST's loop iterators
@@ -86,9 +86,15 @@ def _isl_c(e: isl.AstExpr) -> str:
     return _ISL_MACROS.sub(lambda m: f"lc_{m.group(1)}(", e.to_C_str())
 
 
-#: a packed buffer's copy: its array's name, per dimension the name of its offset, and the constant its
-#: elements were multiplied by (``ir.packing.pack_scale``; None: copied as they are)
-Packed = tuple[str, tuple[str, ...], Const | None]
+#: a packed buffer's copy: its array's name, per dimension the name of its offset, the constant its
+#: elements were multiplied by (``ir.packing.pack_scale``; None: copied as they are) and the order of its
+#: dimensions (``ir.packing.copy_order``)
+Packed = tuple[str, tuple[str, ...], Const | None, tuple[int, ...]]
+
+
+def copy_element(name: str, index: list[str], offsets: tuple[str, ...], order: tuple[int, ...]) -> str:
+    """The copy's element at the buffer's ``index`` (C texts): each index less its offset, in the copy's order."""
+    return name + "".join(f"[{index[d]} - {offsets[d]}]" for d in order)
 
 
 def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
@@ -106,8 +112,8 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
         if local and aenv is not None and element(e, aenv) in local:
             return local[element(e, aenv)]
         if packs and e.buffer in packs:
-            name, offsets, _ = packs[e.buffer]
-            return name + "".join(f"[{a.to_c(env)} - {o}]" for a, o in zip(e.index, offsets, strict=True))
+            name, offsets, _, order = packs[e.buffer]
+            return copy_element(name, [a.to_c(env) for a in e.index], offsets, order)
         return e.buffer + "".join(f"[{a.to_c(env)}]" for a in e.index)
     if isinstance(e, BinOp):
         if packs and (scaled := scaled_read(e)) is not None and scaled[0].buffer in packs \
@@ -173,7 +179,7 @@ class _Printer:
         self.values: dict[str, Affine | None] = {}  # iterators of the jam copies being printed: their values
         self.tests: dict[str, tuple] = {}  # each jam copy's guard: its tests (value, bound)
         #: buffers read from their copies where the node is printed, and the statements that read them so
-        self.packs: dict[str, tuple[str, tuple[str, ...], frozenset[str], Const | None]] = {}
+        self.packs: dict[str, tuple[str, tuple[str, ...], frozenset[str], Const | None, tuple[int, ...]]] = {}
         self.copies = 0  # packs printed
         self.packed: set[tuple[str, str]] = set()  # (loop, buffer) packs whose loop is being printed
 
@@ -239,13 +245,13 @@ class _Printer:
         return any(r.buffer == buffer for c in self.statements_under(node) for r in self.comps[c].reads())
 
     def copy_c(self, node: isl.AstNode, loop: str, buffer: str) -> tuple[tuple[int, ...], list[str], list[str],
-                                                                        str | None, frozenset[str]]:
+                                                                        str | None, frozenset[str], tuple[int, ...]]:
         """The copy of ``buffer`` that ``node`` (a run of ``loop``) reads: its extents, the C text of its low
         and high ends, the condition on the runs in which the statements under the node read it (None:
         in every run of the loops around; a loop fused with a longer one, inside the node or beside it, makes
         them run where the statements do not, and the box is not there), and the statements that read the
         copy (those inside ``loop``: isl may print another one under the node, where a loop it shares with
-        them runs once, and that one reads the buffer)."""
+        them runs once, and that one reads the buffer), and the order of the copy's dimensions."""
         under = frozenset(self.statements_under(node))
         box = read_box(self.state, loop, buffer, under)
         build = isl.AstBuild.from_context(box.context)
@@ -258,7 +264,7 @@ class _Printer:
         reading = box.context.gist(every)
         guard = None if reading.plain_is_universe() else \
             _isl_c(isl.AstBuild.from_context(every).expr_from_set(reading))
-        return box.extents, low, high, guard, box.readers
+        return box.extents, low, high, guard, box.readers, box.order
 
     def copies_in_scope(self, node: isl.AstNode, loop: str) -> dict[str, tuple]:
         """``copy_c`` of each buffer that ``loop`` packs and the statements under ``node`` read, where it is a
@@ -270,7 +276,7 @@ class _Printer:
             if (loop, b) in self.packed or not self.reads_under(node, b):
                 continue
             copy = self.copy_c(node, loop, b)
-            _, low, high, guard, _ = copy
+            _, low, high, guard, _, _ = copy
             if set(_ITERATOR.findall(" ".join(low + high + [guard or ""]))) <= set(self.scope):
                 out[b] = copy
         return out
@@ -281,7 +287,7 @@ class _Printer:
         the copies."""
         self.emit(depth, "{")
         outer = dict(self.packs)
-        for buf, (extents, low, high, guard, readers) in copies.items():
+        for buf, (extents, low, high, guard, readers, order) in copies.items():
             name = f"lc_pack{len(self.packed)}"
             self.copies += 1
             offsets = tuple(f"{name}_o{d}" for d in range(len(extents)))
@@ -289,7 +295,7 @@ class _Printer:
                 self.emit(depth + 1, f"const int {o} = ({lo});")
             # aligned explicitly: gcc 12 may align a local array for its vector loads without aligning the
             # stack slot it shares with another block's array (vmovaps on a 16-byte boundary: SIGSEGV)
-            self.emit(depth + 1, DTYPES[self.p.buffer(buf).dtype] + " " + name + "".join(f"[{e}]" for e in extents)
+            self.emit(depth + 1, DTYPES[self.p.buffer(buf).dtype] + " " + name + "".join(f"[{extents[d]}]" for d in order)
                       + " __attribute__((aligned(64)));")
             at = depth + 1 if guard is None else depth + 2
             if guard is not None:  # the offsets are those of a run that reads: computed, not used, in the others
@@ -305,9 +311,8 @@ class _Printer:
             element = buf + "".join(f"[{it}]" for it in its)
             if scale is not None:
                 element = f"({expr_c(scale, self.p, {}, self.p.buffer(buf).dtype)} * {element})"
-            self.emit(at + len(its), name + "".join(f"[{it} - {o}]" for it, o in zip(its, offsets, strict=True))
-                      + f" = {element};")
-            self.packs[buf] = (name, offsets, readers, scale)
+            self.emit(at + len(its), copy_element(name, its, offsets, order) + f" = {element};")
+            self.packs[buf] = (name, offsets, readers, scale, order)
             self.packed.add((loop, buf))
         self.node(node, depth + 1)
         self.packs = outer
@@ -513,7 +518,7 @@ class _Printer:
             aenv = self.aenv(call) if self.values else {}
             env = {lp.name: aenv[lp.name].to_c() if aenv.get(lp.name) is not None else a
                    for lp, a in zip(self.loops[name], args, strict=True)}
-            packs = {b: (copy, offsets, scale) for b, (copy, offsets, readers, scale) in self.packs.items()
+            packs = {b: (copy, offsets, scale, order) for b, (copy, offsets, readers, scale, order) in self.packs.items()
                      if name in readers}
             self.emit(depth, statement_c(self.comps[name], self.p, env, self.local, (aenv or self.aenv(call))
                                          if self.local else None, packs))

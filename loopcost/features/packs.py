@@ -6,9 +6,9 @@ A pack ``K(B,L)`` copies, before each run of loop ``L``, the box of ``B`` that t
 - the copy is a computation of its own, placed just before ``L`` under the loops around it: their levels,
   then one level per dimension of the box (its extent), a write of the copy and a read of ``B`` that both
   step by one element along the innermost level;
-- every read of ``B`` inside ``L`` reads a temporary of the box's size, laid out by the box's rows, so its
-  stride along the innermost loop is the copy's (gemm's ``B[k][j]`` read across rows moves by the tile's
-  width, not by the matrix's).
+- every read of ``B`` inside ``L`` reads a temporary of the box's size, laid out in the copy's order of
+  dimensions (``ir.packing.copy_order``), so its stride along the innermost loop is the copy's (gemm's
+  ``B[k][j]`` read across rows moves by the tile's width, not by the matrix's).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ..ir.expr import reads
-from ..ir.packing import read_box
+from ..ir.packing import Box, read_box
 from ..ir.state import CompSchedule, LoopTag, ProgramState
 from . import layout as L
 from .layout import FeatureLimitError
@@ -36,12 +36,14 @@ def _set_stride(row: np.ndarray, stride: float) -> None:
         row[_AF[field]] = value
 
 
-def _reading_copy(vec: np.ndarray, state: ProgramState, cs: CompSchedule, tag: LoopTag, extents: tuple[int, ...],
+def _reading_copy(vec: np.ndarray, state: ProgramState, cs: CompSchedule, tag: LoopTag, box: Box,
                   step: np.ndarray | None) -> np.ndarray:
     """``vec`` of computation ``cs`` with its reads of the packed buffer reading the copy instead."""
     c = state.program.computation(cs.comp)
     iters = [lp.name for lp in state.program.enclosing_loops(cs.comp)]
-    pitch = np.cumprod((extents[1:] + (1,))[::-1])[::-1]
+    extents = box.copy_extents
+    pitch = np.zeros(len(extents))  # elements between neighbors of each of the buffer's dimensions in the copy
+    pitch[list(box.order)] = np.cumprod((extents[1:] + (1,))[::-1])[::-1]
     vec = vec.copy()
     for a, r in enumerate(reads(c.rhs), start=1):
         if r.buffer != tag.buffer or a >= L.MAX_ACCESSES:
@@ -105,13 +107,14 @@ def with_packs(state: ProgramState, comps: list[CompSchedule], vecs: list[np.nda
     vecs, paths = list(vecs), list(paths)
     copies = []
     for tag in (t for t in state.tags if t.kind == "pack"):
-        extents = read_box(state, tag.loop, tag.buffer).extents
+        box = read_box(state, tag.loop, tag.buffer)
+        extents = box.extents
         # the computations inside the loop that read the buffer (another computation may have a loop of the
         # same name that it no longer shares: gemm's S0 keeps its ``i`` when S1's is tiled)
         readers = [k for k, path in enumerate(paths) if any(name == tag.loop for _, name in path)
                    and any(r.buffer == tag.buffer for r in state.program.computation(comps[k].comp).reads())]
         for k in readers:
-            vecs[k] = _reading_copy(vecs[k], state, comps[k], tag, extents, steps[k])
+            vecs[k] = _reading_copy(vecs[k], state, comps[k], tag, box, steps[k])
         q = next(d for d, (_, name) in enumerate(paths[readers[0]]) if name == tag.loop)
         at = paths[readers[0]][:q + 1]  # the loop, as the first reader's path reaches it
         path = paths[readers[0]][:q] + tuple((-1, f"{tag.loop}/K({tag.buffer})/{d}") for d in range(len(extents)))

@@ -2,7 +2,9 @@
 
 It starts by measuring the loop orders that memory cost alone chooses (``search.orders``: the loop with
 stride-1 accesses innermost, the outer loop parallel), which a model that never saw the kernel's family
-can miss. Then two strategies spend the measurement budget. ``rounds`` (the default) runs whole model-guided beam
+can miss, and the register-tiled outer products that this CPU's registers and caches call for
+(``search.microkernels``: gemm's 8x16 block under cache tiles, its operands packed), eight steps deep where
+no model-guided step leads. Then two strategies spend the measurement budget. ``rounds`` (the default) runs whole model-guided beam
 searches, each measuring a batch of its best candidates not measured yet (the best of distinct cores by
 prediction, plus the ones the ensemble's members disagree on most: the model's blind spots, plus the best
 of a second beam search that avoids the first steps already measured: the model's early choices, which
@@ -39,6 +41,8 @@ from .beam import beam_search
 from .blocks import Block, blocks, nest_of, packs
 from .evaluator import MeasuringEvaluator, ModelEvaluator
 from .neighbors import Neighbor, legal, neighbors
+from .hardware import this_machine
+from .microkernels import microkernel_seeds
 from .orders import seeds
 from .ranking import RANKED, diverse_top
 
@@ -60,7 +64,8 @@ class AdaptiveOptions:
     the budget measures batches of ``refiners`` (``_refine``): register blocks of the loop nests of the
     ``block_nests`` fastest schedules (``search.blocks``) and the best-predicted neighbors of the
     ``local_bases`` fastest schedules (``search.neighbors``). With ``seeds``, the loop orders chosen by
-    memory cost (``search.orders``) are measured first."""
+    memory cost (``search.orders``) and the register-tiled blocks of this CPU (``search.microkernels``) are
+    measured first."""
 
     measure_budget: int = 48
     batch: int = 8
@@ -309,8 +314,8 @@ class _Blocks:
         packed = [Scored(0.0, sched, st) for c in fastest_first[:1] if c.schedule not in self.tried
                   for sched, st in packs(self.root, c.schedule) if st.key not in learner.measured]
         self.tried |= {c.schedule for c in fastest_first[:1]}
-        chosen = packed[:n // 2] + [Scored(b.worth, b.schedule, b.state) for b in _block_batch(fresh, fastest, n)]
-        return chosen[:n]
+        chosen = packed[:n // 2]
+        return chosen + [Scored(b.worth, b.schedule, b.state) for b in _block_batch(fresh, fastest, n - len(chosen))]
 
 
 #: how many neighbors of one change (``Neighbor.change``: a step replaced, dropped or added) a batch takes
@@ -398,7 +403,7 @@ def adaptive_search(state: ProgramState, scorer: ModelEvaluator, measurer: Measu
     called after each batch's measurements with every measured schedule so far, in the order measured.
     """
     learner = _Learner(scorer, measurer, opts.update, on_round, Scored(1.0, Schedule(), state))
-    if opts.seeds and (found := seeds(state)):
+    if opts.seeds and (found := seeds(state) + microkernel_seeds(state, this_machine())):
         learner.measure([Scored(0.0, s, s.apply(state)) for s in found[:opts.measure_budget]])
     first = replace(opts, measure_budget=max(1, opts.measure_budget - round(opts.refine * opts.measure_budget)))
     (_staged if opts.strategy == "staged" else _rounds)(state, learner, first, space)
