@@ -36,7 +36,8 @@ def test_a_copy_lays_its_dimensions_out_in_the_order_its_readers_move_them():
     assert read_box(block, "j_1_r", "A").order == (1, 0) and read_box(block, "i_1_r", "B").order == (0, 1)
     code = kernel_c(block)
     assert "double lc_pack1[8][4] __attribute__((aligned(64)));" in code
-    assert "lc_pack1[lc_pack1_i1 - lc_pack1_o1][lc_pack1_i0 - lc_pack1_o0] = (1.5 * A[lc_pack1_i0][lc_pack1_i1]);" in code
+    assert ("lc_pack1[lc_pack1_i1 - lc_pack1_o1][lc_pack1_i0 - lc_pack1_o0] = (1.5 * A[lc_pack1_i0][lc_pack1_i1]);"
+            in code)
 
 
 @pytest.mark.parametrize("name, text", [

@@ -295,8 +295,8 @@ class _Printer:
                 self.emit(depth + 1, f"const int {o} = ({lo});")
             # aligned explicitly: gcc 12 may align a local array for its vector loads without aligning the
             # stack slot it shares with another block's array (vmovaps on a 16-byte boundary: SIGSEGV)
-            self.emit(depth + 1, DTYPES[self.p.buffer(buf).dtype] + " " + name + "".join(f"[{extents[d]}]" for d in order)
-                      + " __attribute__((aligned(64)));")
+            shape = "".join(f"[{extents[d]}]" for d in order)
+            self.emit(depth + 1, f"{DTYPES[self.p.buffer(buf).dtype]} {name}{shape} __attribute__((aligned(64)));")
             at = depth + 1 if guard is None else depth + 2
             if guard is not None:  # the offsets are those of a run that reads: computed, not used, in the others
                 self.emit(depth + 1, f"if ({guard})")
@@ -518,8 +518,8 @@ class _Printer:
             aenv = self.aenv(call) if self.values else {}
             env = {lp.name: aenv[lp.name].to_c() if aenv.get(lp.name) is not None else a
                    for lp, a in zip(self.loops[name], args, strict=True)}
-            packs = {b: (copy, offsets, scale, order) for b, (copy, offsets, readers, scale, order) in self.packs.items()
-                     if name in readers}
+            packs = {b: (copy, offsets, scale, order)
+                     for b, (copy, offsets, readers, scale, order) in self.packs.items() if name in readers}
             self.emit(depth, statement_c(self.comps[name], self.p, env, self.local, (aenv or self.aenv(call))
                                          if self.local else None, packs))
         elif t == isl.ast_node_type.mark:

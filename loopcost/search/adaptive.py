@@ -1,14 +1,14 @@
 """Adaptive search: the cost model corrected, batch after batch, by what the search measures.
 
 It starts by measuring the loop orders that memory cost alone chooses (``search.orders``: the loop with
-stride-1 accesses innermost, the outer loop parallel), which a model that never saw the kernel's family
-can miss, and the register-tiled outer products that this CPU's registers and caches call for
-(``search.microkernels``: gemm's 8x16 block under cache tiles, its operands packed), eight steps deep where
-no model-guided step leads. Then two strategies spend the measurement budget. ``rounds`` (the default) runs whole model-guided beam
-searches, each measuring a batch of its best candidates not measured yet (the best of distinct cores by
-prediction, plus the ones the ensemble's members disagree on most: the model's blind spots, plus the best
-of a second beam search that avoids the first steps already measured: the model's early choices, which
-no per-kernel correction of its leaves revisits), until the budget is spent or nothing new ranks high.
+stride-1 accesses innermost, the outer loop parallel), which a model that never saw the kernel's family can
+miss, and the register-tiled outer products that this CPU's registers and caches call for
+(``search.microkernels``: gemm's 8x16 block under cache tiles, its operands packed), eight steps deep where no
+model-guided step leads. Then two strategies spend the measurement budget. ``rounds`` (the default) runs whole
+model-guided beam searches, each measuring a batch of its best candidates not measured yet (the best of
+distinct cores by prediction, plus the ones the ensemble's members disagree on most: the model's blind spots,
+plus the best of a second beam search that avoids the first steps already measured: the model's early choices,
+which no per-kernel correction of its leaves revisits), until the budget is spent or nothing new ranks high.
 ``staged`` walks beam search's stages like an execution-based beam search, but at each
 stage measures only the model's best children of the beam (of distinct cores, the stage's share of the
 budget) and keeps the fastest measured states in the beam: as myopic as execution-based search (on 2mm
@@ -40,9 +40,9 @@ from .base import Scored
 from .beam import beam_search
 from .blocks import Block, blocks, nest_of, packs
 from .evaluator import MeasuringEvaluator, ModelEvaluator
-from .neighbors import Neighbor, legal, neighbors
 from .hardware import this_machine
 from .microkernels import microkernel_seeds
+from .neighbors import Neighbor, legal, neighbors
 from .orders import seeds
 from .ranking import RANKED, diverse_top
 

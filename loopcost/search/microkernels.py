@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 from ..ir.packing import ELEMENT_BYTES, PACK_BYTES
 from ..ir.state import ProgramState
+from ..transforms.base import Transformation
 from ..transforms.fusion import Fuse
 from ..transforms.jam import MAX_BLOCK, MAX_JAM, UnrollJam
 from ..transforms.reorder import Interchange
-from ..transforms.base import Transformation
 from ..transforms.schedule import Schedule
 from ..transforms.tags import Parallelize
 from ..transforms.tiling import Tile
