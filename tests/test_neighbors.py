@@ -82,3 +82,14 @@ def test_a_neighbors_pack_that_no_longer_applies_is_dropped_and_one_that_cannot_
     scorer = ModelEvaluator(small_model())
     scores = scorer.score([root, n.state])
     assert scores[0] > 0 and scores[1] == 0
+
+
+def test_a_long_schedule_keeps_every_drop_and_a_fixed_sample_of_its_other_neighbors():
+    root = ProgramState.initial(gemm())
+    s = Schedule.parse("F(S0,S1,0) T3(i_1,j_1,k,8,16,8) J(i_1,4) J(j_1,4) P(i_1_t)")
+    every = neighbors(root, s, limit=10**6)
+    few = neighbors(root, s, limit=12)
+    assert len(few) <= 12 < len(every)
+    assert {n.schedule for n in few} <= {n.schedule for n in every}
+    assert [n.schedule for n in few] == [n.schedule for n in neighbors(root, s, limit=12)]  # seeded: the same
+    assert {n.change for n in every if n.change.startswith("drop")} <= {n.change for n in few}

@@ -13,6 +13,7 @@ is about to measure.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
@@ -40,9 +41,17 @@ def _stage(step: Transformation) -> int:
     return STAGES.index(step.kind) if step.kind in STAGES else len(STAGES)
 
 
-def neighbors(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOptions()) -> list[Neighbor]:
-    """Every schedule one change away from ``schedule`` (see the module's doc), each state once, ``schedule``
-    itself left out; empty if ``schedule`` does not apply to ``root``."""
+#: the most neighbors built of one schedule: each replays the steps after its change, so a schedule of 30 steps
+#: (3mm's three register-tiled products) has thousands, and building them took minutes; beyond this many, a
+#: fixed sample of them (seeded: the same every time)
+MAX_NEIGHBORS = 400
+
+
+def neighbors(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOptions(),
+              limit: int = MAX_NEIGHBORS) -> list[Neighbor]:
+    """The schedules one change away from ``schedule`` (see the module's doc), each state once, ``schedule``
+    itself left out, at most ``limit`` of them where there are more (every drop, a seeded sample of the rest);
+    empty if ``schedule`` does not apply to ``root``."""
     steps = schedule.steps
     try:
         states = [root]
@@ -50,24 +59,28 @@ def neighbors(root: ProgramState, schedule: Schedule, space: SpaceOptions = Spac
             states.append(step.transformed(states[-1]))
     except ScheduleError:
         return []
+    changes: list[tuple[_Steps, ProgramState, _Steps, str]] = []  # head, the state it reaches, tail, change
+    for p, step in enumerate(steps):
+        for m in moves(states[p], replace(space, kinds=(step.kind,))):
+            if m.step != step:
+                changes.append((steps[:p] + (m.step,), m.state, steps[p + 1:], f"replace {p}"))
+        changes.append((steps[:p], states[p], steps[p + 1:], f"drop {p}"))
+    for kind in dict.fromkeys(STAGES):
+        p = sum(_stage(s) <= STAGES.index(kind) for s in steps)  # after the steps of its stage and earlier ones
+        for m in moves(states[p], replace(space, kinds=(kind,))):
+            changes.append((steps[:p] + (m.step,), m.state, steps[p:], f"add {kind}"))
+    if len(changes) > limit:  # every drop (one a step), a sample of the rest
+        drops = [k for k, c in enumerate(changes) if c[3].startswith("drop")]
+        rest = [k for k, c in enumerate(changes) if not c[3].startswith("drop")]
+        kept = drops + random.Random(0).sample(rest, max(0, limit - len(drops)))
+        changes = [changes[k] for k in sorted(kept)]
     seen = {states[-1].key}
     out: list[Neighbor] = []
-
-    def add(head: _Steps, state: ProgramState, tail: _Steps, change: str) -> None:
+    for head, state, tail, change in changes:
         state, kept = Schedule(tail).replay(state, check=False)
         if state.key not in seen:
             seen.add(state.key)
             out.append(Neighbor(Schedule(head) + kept, state, change))
-
-    for p, step in enumerate(steps):
-        for m in moves(states[p], replace(space, kinds=(step.kind,))):
-            if m.step != step:
-                add(steps[:p] + (m.step,), m.state, steps[p + 1:], f"replace {p}")
-        add(steps[:p], states[p], steps[p + 1:], f"drop {p}")
-    for kind in dict.fromkeys(STAGES):
-        p = sum(_stage(s) <= STAGES.index(kind) for s in steps)  # after the steps of its stage and earlier ones
-        for m in moves(states[p], replace(space, kinds=(kind,))):
-            add(steps[:p] + (m.step,), m.state, steps[p:], f"add {kind}")
     return out
 
 
