@@ -31,13 +31,17 @@ def test_a_copy_lays_its_dimensions_out_in_the_order_its_readers_move_them():
     assert read_box(tiled, "i", "B").order == (1, 0) and read_box(tiled, "i", "B").copy_extents == (16, 8)
     assert "double lc_pack0[16][8] __attribute__((aligned(64)));" in kernel_c(tiled)
     # a 4x4 block: k runs, the copies of i and j sit inside it; A[i][k]'s copy is [k][i] (the four rows' elements
-    # of one k side by side), B[k][j]'s stays [k][j]
+    # of one k side by side, one element apart: each is broadcast against the vectors of B), B[k][j]'s stays [k][j]
     block = Schedule.parse("F(S0,S1,0) T3(i_1,j_1,k,8,16,8) J(i_1,4) J(j_1,4) K(B,i_1_r) K(A,j_1_r)").apply(gemm)
-    assert read_box(block, "j_1_r", "A").order == (1, 0) and read_box(block, "i_1_r", "B").order == (0, 1)
+    a, b = read_box(block, "j_1_r", "A"), read_box(block, "i_1_r", "B")
+    assert (a.order, a.gap, a.copy_shape) == ((1, 0), 2, (8, 8)) and (b.order, b.gap) == ((0, 1), 1)
     code = kernel_c(block)
-    assert "double lc_pack1[8][4] __attribute__((aligned(64)));" in code
-    assert ("lc_pack1[lc_pack1_i1 - lc_pack1_o1][lc_pack1_i0 - lc_pack1_o0] = (1.5 * A[lc_pack1_i0][lc_pack1_i1]);"
-            in code)
+    assert "double lc_pack1[8][8] __attribute__((aligned(64)));" in code
+    copy = "lc_pack1[lc_pack1_i1 - lc_pack1_o1][2 * (lc_pack1_i0 - lc_pack1_o0)]"
+    assert f"{copy} = (1.5 * A[lc_pack1_i0][lc_pack1_i1]);" in code
+    # the i-k-j block's vectors run along j, its loop: no copy there has a gap
+    ikj = Schedule.parse("F(S0,S1,0) I(j_1,k) T3(i_1,k,j_1,8,8,16) J(i_1,4) J(k,2) K(A,j_1)").apply(gemm)
+    assert read_box(ikj, "j_1", "A").gap == 1
 
 
 @pytest.mark.parametrize("name, text", [

@@ -7,7 +7,7 @@ A pack ``K(B,L)`` copies, before each run of loop ``L``, the box of ``B`` that t
   then one level per dimension of the box (its extent), a write of the copy and a read of ``B`` that both
   step by one element along the innermost level;
 - every read of ``B`` inside ``L`` reads a temporary of the box's size, laid out in the copy's order of
-  dimensions (``ir.packing.copy_order``), so its stride along the innermost loop is the copy's (gemm's
+  dimensions, with its gaps (``ir.packing.copy_layout``), so its stride along the innermost loop is the copy's (gemm's
   ``B[k][j]`` read across rows moves by the tile's width, not by the matrix's).
 """
 
@@ -41,9 +41,10 @@ def _reading_copy(vec: np.ndarray, state: ProgramState, cs: CompSchedule, tag: L
     """``vec`` of computation ``cs`` with its reads of the packed buffer reading the copy instead."""
     c = state.program.computation(cs.comp)
     iters = [lp.name for lp in state.program.enclosing_loops(cs.comp)]
-    extents = box.copy_extents
+    extents = box.copy_shape
     pitch = np.zeros(len(extents))  # elements between neighbors of each of the buffer's dimensions in the copy
-    pitch[list(box.order)] = np.cumprod((extents[1:] + (1,))[::-1])[::-1]
+    pitch[list(box.order)] = [math.prod(extents[p + 1:]) if p < len(extents) - 1 else box.gap
+                              for p in range(len(extents))]
     vec = vec.copy()
     for a, r in enumerate(reads(c.rhs), start=1):
         if r.buffer != tag.buffer or a >= L.MAX_ACCESSES:

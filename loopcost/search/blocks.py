@@ -176,7 +176,7 @@ def packs(root: ProgramState, schedule: Schedule) -> list[tuple[Schedule, Progra
     innermost loop that runs, an index other than the last moves), scaled (its reads, moving with that loop,
     multiplied by one constant) or a row per copy (an index other than the last moves with the block's copies,
     the last with that loop, in a block whose vectors are its copies: the copy puts the copies' elements side
-    by side, ``ir.packing.copy_order``), at the outermost loop where the pack is legal, fits, where it only
+    by side, ``ir.packing.copy_layout``), at the outermost loop where the pack is legal, fits, where it only
     reads across rows, cuts them short (a tile, not whole rows; inside the parallel loop, each thread packs
     its own copy) and, where it holds a row per copy, holds one block's rows (gemm's ``A[i][k]`` for the rows
     of the 8x16 block, ``K(A,j_1_r)``: packed at the loop over the blocks' rows, ``i_1_r``, it holds the

@@ -7,15 +7,17 @@ in registers while the reduction loop runs innermost, each step reading ``mr`` v
 broadcast each) and ``nr`` of the other (``nr / vector`` loads) for ``mr * nr`` multiply-adds; tiles of
 ``i``, ``j`` and ``k`` around it sized so that what each level reuses stays in a cache; packed copies of
 the operands (``search.blocks.packs``) laid out in the order the block reads them; the outermost loop
-parallel. Nothing here is particular to gemm: each role is found from the accesses (2mm's two products,
-doitgen's ``sum[p] += A[r][q][s] * C4[s][p]``, a convolution's ``out[f][x] += w[f][c] * in[c][x]``), and the
-sizes come from the caches and vector registers this machine reports (``search.hardware``).
+parallel. Nothing here is particular to gemm: each role is found from the accesses (2mm's and 3mm's
+products, a convolution's ``out[f][x] += w[f][c] * in[c][x]``; not doitgen's ``sum[p] += A[r][q][s] *
+C4[s][p]``, whose target has no rows), and the sizes come from the caches and vector registers this
+machine reports (``search.hardware``).
 
 The model-guided searches never reach this schedule by themselves: it is eight steps deep and its first
 ones (tiling ``k`` innermost against the memory order, jams the shipped model never saw) measure slower
-than their neighbors on the way (gemm at bench size, AMD EPYC: the adaptive search's i-k-j blocks 68.6
-GFLOP/s, the i-j-k block with both packs 83.1, OpenBLAS 94.7). An adaptive search measures these seeds
-first, beside the memory-order ones, and refines the fastest (``search.adaptive``).
+than their neighbors on the way (gemm at bench size, AMD EPYC: the adaptive search's i-k-j blocks 78% of
+OpenBLAS, the i-j-k block with both packs, by hand, 88%). An adaptive search measures these seeds first,
+beside the memory-order ones, and refines the fastest (``search.adaptive``; Xeon, ``bench/BLAS-seeds.md``:
+gemm 88-91% of OpenBLAS, 2mm 104%, 3mm 92%, 6x Polly).
 """
 
 from __future__ import annotations
@@ -95,18 +97,17 @@ def shapes(hw: Hardware, element: int) -> list[Shape]:
     vectors, ``mr`` the most rows (a power of two) whose ``mr * nr / vector`` accumulators leave registers
     for the two vectors and a broadcast; ``tr`` steps of the ``mr`` rows filling half the L1 cache; ``tj``
     columns of ``tr`` steps filling half the L2 cache (and a pack); ``ti`` rows about 128 (``balanced``).
-    Then the same block
-    with ``tr`` halved and ``tj`` doubled: caches shared with another thread, or the prefetcher's reach,
-    make the analytical sizes a starting point."""
+    Then the same block with ``tr`` halved and ``tj`` doubled: caches shared with another thread, or the
+    prefetcher's reach, make the analytical sizes a starting point."""
     lanes = max(1, hw.vector_bytes // element)
     nr = min(2 * lanes, MAX_JAM)
     fit = (hw.registers - 3) * lanes // nr
     mr = 1 << max(0, int(math.log2(max(1, min(fit, MAX_BLOCK // nr)))))
     tr = max(8, hw.l1 // 2 // (mr * element) // 8 * 8)
     tj = max(nr, min(hw.l2 // 2, PACK_BYTES) // (tr * element) // nr * nr)
-    first = Shape(mr, nr, 128, tj, tr)
-    return list(dict.fromkeys([first, Shape(mr, nr, 128, min(2 * tj, PACK_BYTES // (tr // 2 * element) // nr * nr),
-                                            max(8, tr // 2))]))
+    half = max(8, tr // 2)
+    wide = max(nr, min(2 * tj, PACK_BYTES // (half * element) // nr * nr))
+    return list(dict.fromkeys([Shape(mr, nr, 128, tj, tr), Shape(mr, nr, 128, wide, half)]))
 
 
 def balanced(trips: int, target: int, threads: int, multiple: int) -> int:
