@@ -21,33 +21,28 @@ import statistics
 import time
 from pathlib import Path
 
-from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
+from polly import CLANG_O3, CROSS_RTOL, POLLY, POLLY_PAR, ensure_polly, measure_compilers
 from report import default_model, head_commit
 
 from loopcost.codegen.compiler import Toolchain
-from loopcost.codegen.harness import compilers_harness
 from loopcost.costmodel.model import CostModel
 from loopcost.costmodel.shipped import card_cpus
 from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.generator.schedules import random_schedules
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
-from loopcost.runner import LocalRunner, Timing
 from loopcost.search.evaluator import MeasuringEvaluator
 from loopcost.search.optimize import optimize
 from loopcost.transforms.space import SpaceOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILERS = {"clang": CLANG_O3, "polly": POLLY, "polly_parallel": POLLY_PAR}
-CROSS_RTOL = 1e-6  # gcc and clang contract floating-point operations differently
+COMPILERS = {"clang": CLANG_O3, "polly": POLLY, "polly_parallel": POLLY_PAR}  # the names of RESULTS.jsonl's fields
 
 
 def compilers_vs_gcc(state: ProgramState, runs: int) -> dict[str, float | None]:
     """Speedup of each clang configuration over gcc on the unscheduled C, every compiler's kernel a variant
     of one harness (gcc's the reference); None if its outputs differ from gcc's by more than CROSS_RTOL."""
-    toolchains = {"gcc": Toolchain()} | {name: Toolchain(CLANG, flags) for name, flags in COMPILERS.items()}
-    ms = LocalRunner(timeout=600).measure_harness(compilers_harness(state, toolchains, rtol=CROSS_RTOL),
-                                                  timing=Timing(runs, 1), seed=1)
+    ms = measure_compilers(state, COMPILERS, runs)
     return {m.label: m.speedup for m in ms} | {"gcc_s": ms[0].reference_median}
 
 

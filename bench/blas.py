@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
+from polly import COMPILERS, ensure_polly, measure_compilers
 from report import default_model, head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain
-from loopcost.codegen.harness import compilers_harness
 from loopcost.costmodel.model import CostModel
 from loopcost.database.fingerprint import fingerprint, machine_info
 from loopcost.errors import LoopcostError
@@ -41,9 +40,6 @@ from loopcost.search.optimize import optimize
 from loopcost.transforms.schedule import Schedule
 
 ROOT = Path(__file__).resolve().parent.parent
-#: clang's configurations on the unscheduled C (``--polly``)
-COMPILERS = {"clang -O3": CLANG_O3, "Polly": POLLY, "Polly parallel": POLLY_PAR}
-CROSS_RTOL = 1e-6  # gcc and clang contract floating-point operations differently
 
 
 def flops(program: Program) -> int:
@@ -85,10 +81,9 @@ def searched(program: Program, method: str) -> dict:
 
 def compiler_times(program: Program, runs: int) -> dict[str, list[float]]:
     """Seconds of each run of the unscheduled C compiled by each of ``COMPILERS``, in one harness whose
-    reference is gcc's build; a configuration whose outputs differ from gcc's gets none."""
-    toolchains = {"gcc": Toolchain()} | {name: Toolchain(CLANG, flags) for name, flags in COMPILERS.items()}
-    ms = LocalRunner(timeout=600).measure_harness(compilers_harness(ProgramState.initial(program), toolchains,
-                                                                    rtol=CROSS_RTOL), timing=Timing(runs, 1), seed=1)
+    reference is gcc's build (``polly.measure_compilers``); a configuration whose outputs differ from gcc's
+    gets none."""
+    ms = measure_compilers(ProgramState.initial(program), COMPILERS, runs)
     return {m.label: list(m.times) if m.verified else [] for m in ms if m.label in COMPILERS}
 
 

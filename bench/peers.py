@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from polly import CLANG, CLANG_O3, POLLY, POLLY_PAR, ensure_polly
+from polly import CLANG, COMPILERS, ensure_polly
 from report import default_model, head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain, compile_c
@@ -57,7 +57,6 @@ KERNELS_DEFAULT = ("gemm", "2mm", "conv2d", "depthwise-conv", "jacobi-2d", "heat
 BLAS = ("gemm", "2mm", "3mm", "atax", "mvt", "bicg", "gesummv")
 #: Python modules each peer needs
 PEERS = {"tvm": ("tvm", "xgboost"), "halide": ("halide",)}
-COMPILERS = {"clang -O3": CLANG_O3, "Polly": POLLY, "Polly parallel": POLLY_PAR}
 #: the adaptive search's budget when ``optimize`` is given none
 DEFAULT_BUDGET = AdaptiveOptions().measure_budget
 

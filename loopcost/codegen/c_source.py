@@ -17,7 +17,7 @@ import islpy as isl
 from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read
 from ..ir.functions import SELECTS, c_function
-from ..ir.packing import pack_scale, read_box, runs, scaled_read
+from ..ir.packing import Box, pack_scale, read_box, runs, scaled_read, vector_copies
 from ..ir.polyhedral import domains
 from ..ir.program import DTYPES, INT_DTYPES, RESERVED, Computation, Program
 from ..ir.state import ProgramState
@@ -55,15 +55,8 @@ SLP = "LC_SLP"
 
 def slp_blocks(state: ProgramState) -> bool:
     """Whether a register block of ``state`` jams a loop that moves the last index of the buffer its
-    computation writes (its copies side by side are then the vectors)."""
-    for cs in state.comps:
-        target = state.program.computation(cs.comp).target
-        last = {v for v, _ in target.index[-1].terms} if target.index else set()
-        moves_with = state.moves_with(cs)
-        if any(name is not None and state.tag_of(name, "jam") and moves_with[q] & last
-               for q, name in enumerate(cs.loops)):
-            return True
-    return False
+    computation writes (its copies side by side are then the vectors: ``ir.packing.vector_copies``)."""
+    return any(vector_copies(state, cs) for cs in state.comps)
 
 # Bumped when the C printed for a schedule changes how fast it runs, so that no dataset build mixes labels
 # of two generators. 1: parallel bodies inline; 2: parallel bodies in restrict helpers; 3: a pack of a buffer
@@ -88,20 +81,17 @@ def _isl_c(e: isl.AstExpr) -> str:
 
 
 #: a packed buffer's copy: its array's name, per dimension the name of its offset, the constant its
-#: elements were multiplied by (``ir.packing.pack_scale``; None: copied as they are) and the order of its
-#: dimensions and the step between neighbors in its last (``ir.packing.copy_layout``)
-Packed = tuple[str, tuple[str, ...], Const | None, tuple[int, ...], int]
+#: elements were multiplied by (``ir.packing.pack_scale``; None: copied as they are) and its box (its readers
+#: and layout: ``ir.packing.copy_layout``)
+Packed = tuple[str, tuple[str, ...], Const | None, Box]
 
 
-#: a copy to print (``copy_c``): its extents, low and high ends, guard, readers, order of dimensions and gap
-Copy = tuple[tuple[int, ...], list[str], list[str], str | None, frozenset[str], tuple[int, ...], int]
-
-
-def copy_element(name: str, index: list[str], offsets: tuple[str, ...], order: tuple[int, ...], gap: int) -> str:
+def copy_element(name: str, index: list[str], offsets: tuple[str, ...], box: Box) -> str:
     """The copy's element at the buffer's ``index`` (C texts): each index less its offset, in the copy's
-    order, the last times ``gap``."""
-    return name + "".join(f"[{index[d]} - {offsets[d]}]" if k < len(order) - 1 or gap == 1
-                          else f"[{gap} * ({index[d]} - {offsets[d]})]" for k, d in enumerate(order))
+    order of dimensions, the last times its gap."""
+    last = box.order[-1]
+    return name + "".join(f"[{index[d]} - {offsets[d]}]" if d != last or box.gap == 1
+                          else f"[{box.gap} * ({index[d]} - {offsets[d]})]" for d in box.order)
 
 
 def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
@@ -119,8 +109,8 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
         if local and aenv is not None and element(e, aenv) in local:
             return local[element(e, aenv)]
         if packs and e.buffer in packs:
-            name, offsets, _, order, gap = packs[e.buffer]
-            return copy_element(name, [a.to_c(env) for a in e.index], offsets, order, gap)
+            name, offsets, _, box = packs[e.buffer]
+            return copy_element(name, [a.to_c(env) for a in e.index], offsets, box)
         return e.buffer + "".join(f"[{a.to_c(env)}]" for a in e.index)
     if isinstance(e, BinOp):
         if packs and (scaled := scaled_read(e)) is not None and scaled[0].buffer in packs \
@@ -186,7 +176,7 @@ class _Printer:
         self.values: dict[str, Affine | None] = {}  # iterators of the jam copies being printed: their values
         self.tests: dict[str, tuple] = {}  # each jam copy's guard: its tests (value, bound)
         #: buffers read from their copies where the node is printed, and the statements that read them so
-        self.packs: dict[str, tuple[str, tuple[str, ...], frozenset[str], Const | None, tuple[int, ...], int]] = {}
+        self.packs: dict[str, Packed] = {}
         self.copies = 0  # packs printed
         self.packed: set[tuple[str, str]] = set()  # (loop, buffer) packs whose loop is being printed
 
@@ -251,14 +241,13 @@ class _Printer:
     def reads_under(self, node: isl.AstNode, buffer: str) -> bool:
         return any(r.buffer == buffer for c in self.statements_under(node) for r in self.comps[c].reads())
 
-    def copy_c(self, node: isl.AstNode, loop: str, buffer: str) -> Copy:
-        """The copy of ``buffer`` that ``node`` (a run of ``loop``) reads: its extents, the C text of its low
+    def copy_c(self, node: isl.AstNode, loop: str, buffer: str) -> tuple[Box, list[str], list[str], str | None]:
+        """The copy of ``buffer`` that ``node`` (a run of ``loop``) reads: its box, the C text of its low
         and high ends, the condition on the runs in which the statements under the node read it (None:
         in every run of the loops around; a loop fused with a longer one, inside the node or beside it, makes
-        them run where the statements do not, and the box is not there), and the statements that read the
-        copy (those inside ``loop``: isl may print another one under the node, where a loop it shares with
-        them runs once, and that one reads the buffer), the order of the copy's dimensions and the step in its
-        last."""
+        them run where the statements do not, and the box is not there). The box's readers are the statements
+        that read the copy (those inside ``loop``: isl may print another one under the node, where a loop it
+        shares with them runs once, and that one reads the buffer)."""
         under = frozenset(self.statements_under(node))
         box = read_box(self.state, loop, buffer, under)
         build = isl.AstBuild.from_context(box.context)
@@ -271,7 +260,7 @@ class _Printer:
         reading = box.context.gist(every)
         guard = None if reading.plain_is_universe() else \
             _isl_c(isl.AstBuild.from_context(every).expr_from_set(reading))
-        return box.extents, low, high, guard, box.readers, box.order, box.gap
+        return box, low, high, guard
 
     def copies_in_scope(self, node: isl.AstNode, loop: str) -> dict[str, tuple]:
         """``copy_c`` of each buffer that ``loop`` packs and the statements under ``node`` read, where it is a
@@ -283,7 +272,7 @@ class _Printer:
             if (loop, b) in self.packed or not self.reads_under(node, b):
                 continue
             copy = self.copy_c(node, loop, b)
-            _, low, high, guard, _, _, _ = copy
+            _, low, high, guard = copy
             if set(_ITERATOR.findall(" ".join(low + high + [guard or ""]))) <= set(self.scope):
                 out[b] = copy
         return out
@@ -294,7 +283,8 @@ class _Printer:
         the copies."""
         self.emit(depth, "{")
         outer = dict(self.packs)
-        for buf, (extents, low, high, guard, readers, order, gap) in copies.items():
+        for buf, (box, low, high, guard) in copies.items():
+            extents = box.extents
             name = f"lc_pack{len(self.packed)}"
             self.copies += 1
             offsets = tuple(f"{name}_o{d}" for d in range(len(extents)))
@@ -302,7 +292,7 @@ class _Printer:
                 self.emit(depth + 1, f"const int {o} = ({lo});")
             # aligned explicitly: gcc 12 may align a local array for its vector loads without aligning the
             # stack slot it shares with another block's array (vmovaps on a 16-byte boundary: SIGSEGV)
-            shape = "".join(f"[{extents[d] * (gap if k == len(order) - 1 else 1)}]" for k, d in enumerate(order))
+            shape = "".join(f"[{e}]" for e in box.copy_shape)
             self.emit(depth + 1, f"{DTYPES[self.p.buffer(buf).dtype]} {name}{shape} __attribute__((aligned(64)));")
             at = depth + 1 if guard is None else depth + 2
             if guard is not None:  # the offsets are those of a run that reads: computed, not used, in the others
@@ -314,12 +304,12 @@ class _Printer:
                 self.emit(at + d, f"for (int {it} = lc_max({offsets[d]}, 0); {it} <= lc_min(({hi}), "
                                   f"lc_min({self.p.buffer(buf).shape[d] - 1}, {offsets[d]} + {extents[d] - 1})); "
                                   f"{it}++)")
-            scale = pack_scale([self.comps[c] for c in readers], buf)
+            scale = pack_scale([self.comps[c] for c in box.readers], buf)
             element = buf + "".join(f"[{it}]" for it in its)
             if scale is not None:
                 element = f"({expr_c(scale, self.p, {}, self.p.buffer(buf).dtype)} * {element})"
-            self.emit(at + len(its), copy_element(name, its, offsets, order, gap) + f" = {element};")
-            self.packs[buf] = (name, offsets, readers, scale, order, gap)
+            self.emit(at + len(its), copy_element(name, its, offsets, box) + f" = {element};")
+            self.packs[buf] = (name, offsets, scale, box)
             self.packed.add((loop, buf))
         self.node(node, depth + 1)
         self.packs = outer
@@ -525,8 +515,7 @@ class _Printer:
             aenv = self.aenv(call) if self.values else {}
             env = {lp.name: aenv[lp.name].to_c() if aenv.get(lp.name) is not None else a
                    for lp, a in zip(self.loops[name], args, strict=True)}
-            packs = {b: (copy, offsets, scale, order, gap)
-                     for b, (copy, offsets, readers, scale, order, gap) in self.packs.items() if name in readers}
+            packs = {b: packed for b, packed in self.packs.items() if name in packed[3].readers}
             self.emit(depth, statement_c(self.comps[name], self.p, env, self.local, (aenv or self.aenv(call))
                                          if self.local else None, packs))
         elif t == isl.ast_node_type.mark:

@@ -41,10 +41,7 @@ def _reading_copy(vec: np.ndarray, state: ProgramState, cs: CompSchedule, tag: L
     """``vec`` of computation ``cs`` with its reads of the packed buffer reading the copy instead."""
     c = state.program.computation(cs.comp)
     iters = [lp.name for lp in state.program.enclosing_loops(cs.comp)]
-    extents = box.copy_shape
-    pitch = np.zeros(len(extents))  # elements between neighbors of each of the buffer's dimensions in the copy
-    pitch[list(box.order)] = [math.prod(extents[p + 1:]) if p < len(extents) - 1 else box.gap
-                              for p in range(len(extents))]
+    pitch = box.pitch
     vec = vec.copy()
     for a, r in enumerate(reads(c.rhs), start=1):
         if r.buffer != tag.buffer or a >= L.MAX_ACCESSES:
@@ -52,7 +49,7 @@ def _reading_copy(vec: np.ndarray, state: ProgramState, cs: CompSchedule, tag: L
         row = vec[_ACCESSES + a * L.ACCESS_SIZE:_ACCESSES + (a + 1) * L.ACCESS_SIZE]
         for role in _ROLES:
             row[_AF[role]] = role == "buffer_is_temp"
-        row[_AF["log2_buffer_size"]] = math.log2(math.prod(extents))
+        row[_AF["log2_buffer_size"]] = math.log2(math.prod(box.copy_shape))
         if step is not None:
             address = np.array([sum(w * ix.coeff(it) for w, ix in zip(pitch, r.index, strict=True)) for it in iters])
             _set_stride(row, float(abs(address @ step)))

@@ -61,6 +61,13 @@ class Box:
         extents = self.copy_extents
         return extents[:-1] + (extents[-1] * self.gap,) if extents else extents
 
+    @property
+    def pitch(self) -> tuple[int, ...]:
+        """Per dimension of the buffer, the elements between neighbors along it in the copy."""
+        shape = self.copy_shape
+        at = {d: prod(shape[k + 1:]) if k < len(shape) - 1 else self.gap for k, d in enumerate(self.order)}
+        return tuple(at[d] for d in range(len(self.order)))
+
 
 def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] | None = None) -> Box:
     """The box of ``buffer`` that the computations inside ``loop`` (those named in ``only``) read during one
@@ -113,8 +120,8 @@ def copy_layout(state: ProgramState, loop: str, buffer: str,
     copies do (each element a broadcast against vectors: gemm's ``A[i][k]``): gcc 12 loads adjacent
     broadcast values as one vector and permutes it once per copy, on the port that the second FMA unit
     shares on Xeon; a gap of one element makes it broadcast half of them from memory (the 8x16 block, Xeon,
-    the same C but for the gap, medians of 5 interleaved runs: 91.1 GFLOP/s with none, 97.4 with one, 84 with
-    3 and 67.5 with 7, the copy outgrowing the L1 cache)."""
+    the same C but for the gap, medians of 5 interleaved runs: 92.3 GFLOP/s with none, 97.4 with one, 83.9
+    with 3 and 67.5 with 7, the copy outgrowing the L1 cache)."""
     p = state.program
     rank = len(p.buffer(buffer).shape)
     depth = [-1] * rank
@@ -134,6 +141,21 @@ def copy_layout(state: ProgramState, loop: str, buffer: str,
     return out, BROADCAST_GAP if out and _broadcast(state, loop, buffer, readers, out[-1]) else 1
 
 
+def written_last(state: ProgramState, cs: CompSchedule) -> set[str]:
+    """The original iterators that the last index of what ``cs``'s computation writes moves with."""
+    target = state.program.computation(cs.comp).target
+    return {v for v, _ in target.index[-1].terms} if target.index else set()
+
+
+def vector_copies(state: ProgramState, cs: CompSchedule) -> bool:
+    """Whether ``cs``'s register block jams a loop that moves the last index of what it writes: its copies
+    side by side are then its vectors (gemm's i-j-k 8x16 block), not the iterations of its loop (the i-k-j
+    block's, vectorized along ``j``)."""
+    last, moves_with = written_last(state, cs), state.moves_with(cs)
+    return any(name is not None and state.tag_of(name, "jam") is not None and moves_with[q] & last
+               for q, name in enumerate(cs.loops))
+
+
 def _broadcast(state: ProgramState, loop: str, buffer: str, readers: list[CompSchedule], d: int) -> bool:
     """Whether dimension ``d`` of every read of ``buffer`` moves with some reader's jammed copies and with
     no loop that runs at or inside ``loop``, and every reader's copies that move it leave the last index of
@@ -146,14 +168,13 @@ def _broadcast(state: ProgramState, loop: str, buffer: str, readers: list[CompSc
         inside = [q for q, name in enumerate(cs.loops) if name is not None and q >= cs.level_of(loop)]
         jammed = [q for q in inside if state.tag_of(cs.loops[q], "jam") is not None]
         running = [q for q in inside if q not in jammed]
-        last = {v for v, _ in c.target.index[-1].terms} if c.target.index else set()
-        vectors = any(moves_with[q] & last for q in jammed)
+        last = written_last(state, cs)
         for r in (r for r in c.reads() if r.buffer == buffer):
             used = {v for v, _ in r.index[d].terms}
             if not used or any(moves_with[q] & used for q in running):
                 return False
             movers = [q for q in jammed if moves_with[q] & used]
-            if not movers or not vectors or any(moves_with[q] & last for q in movers):
+            if not movers or not vector_copies(state, cs) or any(moves_with[q] & last for q in movers):
                 return False
             found = True
     return found

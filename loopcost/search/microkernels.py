@@ -17,7 +17,7 @@ ones (tiling ``k`` innermost against the memory order, jams the shipped model ne
 than their neighbors on the way (gemm at bench size, AMD EPYC: the adaptive search's i-k-j blocks 78% of
 OpenBLAS, the i-j-k block with both packs, by hand, 88%). An adaptive search measures these seeds first,
 beside the memory-order ones, and refines the fastest (``search.adaptive``; Xeon, ``bench/BLAS-seeds.md``:
-gemm 90-92% of OpenBLAS, 2mm 107%, 3mm 91%, 6x Polly).
+gemm 90-92% of OpenBLAS, 2mm 107%, 3mm 91%, 6-9x Polly).
 """
 
 from __future__ import annotations

@@ -91,21 +91,17 @@ def _sink(state: ProgramState, comp: str, q: int) -> list[Transformation]:
 
 
 def _sunk(root: ProgramState, schedule: Schedule, comp: str) -> Schedule:
-    """``schedule`` with ``comp``'s cheapest loop (``innermost_by_cost``) sunk innermost where legal (``sink``)."""
-    loop = innermost_by_cost(schedule.apply(root), comp)
-    return schedule if loop is None else sink(root, schedule, comp, loop)
-
-
-def sink(root: ProgramState, schedule: Schedule, comp: str, loop: str) -> Schedule:
-    """``schedule`` with ``comp``'s loop ``loop`` sunk innermost where legal, the other loops keeping their
-    order; where another computation shares that loop (an initialization of the same array, run before the
-    loop nest), it is first distributed from it at that loop's level (gemm: ``F(S0,S1,1) I(j_1,k)``)."""
+    """``schedule`` with ``comp``'s cheapest loop (``innermost_by_cost``) sunk innermost where legal; where
+    another computation shares that loop (an initialization of the same array, run before the loop nest),
+    it is first distributed from it at that loop's level (gemm: ``F(S0,S1,1) I(j_1,k)``)."""
     state = schedule.apply(root)
     cs = state.comp(comp)
-    q = cs.level_of(loop)
-    if not (steps := _sink(state, comp, q)):
+    if (loop := innermost_by_cost(state, comp)) is None:
         return schedule
-    if (longer := try_steps(root, schedule, steps)) != schedule:
+    q = cs.level_of(loop)
+    if not (sink := _sink(state, comp, q)):
+        return schedule
+    if (longer := _try(root, schedule, sink)) != schedule:
         return longer
     for other in (c.comp for c in state.comps if c.comp != comp and loop in c.loops):
         apart = schedule + Fuse(other, comp, q)
@@ -113,12 +109,12 @@ def sink(root: ProgramState, schedule: Schedule, comp: str, loop: str) -> Schedu
             moved = apart.apply(root)
         except ScheduleError:
             continue
-        if (longer := try_steps(root, apart, _sink(moved, comp, q))) != apart:
+        if (longer := _try(root, apart, _sink(moved, comp, q))) != apart:
             return longer
     return schedule
 
 
-def try_steps(root: ProgramState, schedule: Schedule, steps: list[Transformation]) -> Schedule:
+def _try(root: ProgramState, schedule: Schedule, steps: list[Transformation]) -> Schedule:
     """``schedule`` with ``steps`` added where the whole is legal, else ``schedule``."""
     longer = schedule + Schedule(tuple(steps))
     try:
@@ -140,5 +136,5 @@ def seeds(root: ProgramState) -> list[Schedule]:
         state = parallel.apply(root)
         outer = state.comp(cs.comp).loops[0]
         if outer is not None and state.tag_of(outer, "parallel") is None:
-            parallel = try_steps(root, parallel, [Parallelize(outer)])
+            parallel = _try(root, parallel, [Parallelize(outer)])
     return [s for s in dict.fromkeys((order, parallel)) if s.steps]
