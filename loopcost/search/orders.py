@@ -126,15 +126,20 @@ def _try(root: ProgramState, schedule: Schedule, steps: list[Transformation]) ->
 
 def seeds(root: ProgramState) -> list[Schedule]:
     """Memory-order schedules of ``root``: each computation's cheapest loop sunk innermost where legal (the
-    deepest computations first), then that with each nest's outermost loop made parallel where legal;
-    those that differ from the unscheduled program, each once."""
+    deepest computations first), then that with each computation's outermost loop that may run in
+    parallel made parallel (a time loop stays sequential and the loop inside it becomes parallel, one
+    parallel loop a computation); those that differ from the unscheduled program, each once."""
     order = Schedule()
     for cs in sorted(root.comps, key=lambda c: -sum(n is not None for n in c.loops)):
         order = _sunk(root, order, cs.comp)
     parallel = order
     for cs in root.comps:
         state = parallel.apply(root)
-        outer = state.comp(cs.comp).loops[0]
-        if outer is not None and state.tag_of(outer, "parallel") is None:
-            parallel = _try(root, parallel, [Parallelize(outer)])
+        loops = [n for n in state.comp(cs.comp).loops if n is not None]
+        if any(state.tag_of(n, "parallel") is not None for n in loops):
+            continue
+        for loop in loops:
+            if (longer := _try(root, parallel, [Parallelize(loop)])) != parallel:
+                parallel = longer
+                break
     return [s for s in dict.fromkeys((order, parallel)) if s.steps]
