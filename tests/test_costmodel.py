@@ -104,7 +104,11 @@ def test_collate_lays_out_computations_with_their_shared_loops():
     b = collate(ts)
     assert b.shared.tolist() == [[[2, 2], [2, 3]], [[2, 1], [1, 3]]]  # distributed at depth 1: share only i
     assert np.array_equal(b.comps[b.comp_slots].numpy(), np.stack([t.comps for t in ts])) and b.comp_mask.all()
-    assert len(b.comps) == 2  # fusing changes the tree, not the computation vectors: each is embedded once
+    # distributing changes the tree and the nest blocks (the loops each shares), nothing else of the vectors
+    assert np.array_equal(ts[0].comps[:, :L.NEST_AT], ts[1].comps[:, :L.NEST_AT])
+    fused = L.NEST_AT + L.NEST_INDEX["fused_levels"]
+    assert ts[0].comps[:, fused].tolist() == [2, 2] and ts[1].comps[:, fused].tolist() == [1, 1]
+    assert len(collate([ts[0], ts[0]]).comps) == 2  # equal vectors are embedded once
     b = collate([featurize(ProgramState.initial(KERNELS[n].program("small"))) for n in ("2mm", "gemm")])
     assert b.comp_mask.tolist() == [[True] * 4, [True, True, False, False]]
     assert b.shared[0, 1, 2] == 0 and b.shared[0, 2, 3] == 2  # 2mm's two products share no loop

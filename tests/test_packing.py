@@ -179,7 +179,10 @@ def test_the_features_show_a_pack_as_a_copy_before_its_loop_whose_reads_read_the
     assert access(update, 2, "inner_stride_one") == 1 and access(update, 2, "log2_inner_stride") == 1
     differ = np.flatnonzero(update != before)
     start = L.MAX_DEPTH * L.LEVEL_SIZE + 2 * L.ACCESS_SIZE
-    assert set(differ) <= set(range(start, start + len(L.ACCESS_FIELDS)))
+    # and the nest block says it shares the loops around the pack with the copy
+    shared = L.NEST_AT + L.NEST_INDEX["fused_levels"]
+    assert set(differ) <= set(range(start, start + len(L.ACCESS_FIELDS))) | {shared}
+    assert update[shared] == 3 and before[shared] == 0
 
 
 def test_a_pack_copies_only_in_the_runs_that_read_it_when_fusion_lengthens_its_loop():

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from ..errors import LoopcostError
 from .batch import Batch
 
 
@@ -34,6 +35,15 @@ class Standardized(nn.Module):
         for name, size in (("comp", comp_size), ("loop", loop_size)):
             self.register_buffer(f"{name}_shift", torch.zeros(size))
             self.register_buffer(f"{name}_scale", torch.ones(size))
+
+    def standardized_comps(self, comps: torch.Tensor) -> torch.Tensor:
+        """Computation vectors standardized, cut to this network's width: a network of an older layout
+        reads the fields it knows, which a newer layout keeps first (``layout.READS``)."""
+        width = self.comp_shift.shape[0]
+        if comps.shape[1] < width:
+            raise LoopcostError(f"this network reads {width} fields per computation; the vectors have "
+                                f"{comps.shape[1]} (features of an older layout: export the dataset again)")
+        return (comps[:, :width] - self.comp_shift) * self.comp_scale
 
     def fit_inputs(self, comps: torch.Tensor, loops: torch.Tensor) -> None:
         """Standardize each input field to mean 0 and variance 1 over the training vectors; a field that
@@ -74,7 +84,7 @@ class RecursiveLSTM(Standardized):
         return out
 
     def forward(self, b: Batch) -> torch.Tensor:
-        ce = self.comp_embed((b.comps - self.comp_shift) * self.comp_scale)
+        ce = self.comp_embed(self.standardized_comps(b.comps))
         loops = (b.loops - self.loop_shift) * self.loop_scale
         emb = torch.zeros(len(b.loops), self.hidden, device=ce.device)
         for lv in b.levels:  # deepest first: children are done before their parents

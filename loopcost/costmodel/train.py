@@ -184,7 +184,8 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     if cfg.init:
         net = initial_net(cfg)
     else:
-        net = make_net(cfg.arch, dropout=cfg.dropout)
+        # as wide as the data's vectors: an export of an older layout trains a network of its width
+        net = make_net(cfg.arch, dropout=cfg.dropout, comp_size=tr.trees[0].comps.shape[1])
         sample = tr.trees[::max(1, len(tr) // 20000)]  # enough trees for the statistics, bounded memory
         net.fit_inputs(torch.from_numpy(np.concatenate([t.comps for t in sample])),
                        torch.from_numpy(np.concatenate([t.loops for t in sample])))

@@ -59,7 +59,7 @@ class TreeTransformer(Standardized):
         self._standardization(comp_size, loop_size)
 
     def forward(self, b: Batch) -> torch.Tensor:
-        ce = self.comp_embed((b.comps - self.comp_shift) * self.comp_scale)
+        ce = self.comp_embed(self.standardized_comps(b.comps))
         x = ce[b.comp_slots]                                           # (B, C, W)
         n = x.shape[1]
         pos = torch.arange(n, device=x.device)

@@ -28,6 +28,7 @@ from ..ir.state import LoopTag, ProgramState
 from . import layout as L
 from . import quasi
 from .layout import FeatureLimitError
+from .nest import Boxes, dependence_fields, distance_boxes, nest_fields
 from .packs import with_packs
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
@@ -165,6 +166,7 @@ class _Comp:
     acc: np.ndarray
     fields: np.ndarray
     address: np.ndarray
+    boxes: Boxes                # its self-dependences' distance boxes (``nest.distance_boxes``)
 
 
 def _box(c: Computation, loops: tuple[Loop, ...]) -> tuple[tuple[int, int], ...] | None:
@@ -184,11 +186,12 @@ def _comps_of(p: Program) -> dict[str, _Comp]:
     if hit is not None and hit[0]() is p:
         return hit[1]
     part = program_part(p)
+    boxes = distance_boxes(p)
     out = {}
     for c, loops in p.walk_computations():
         acc, fields, _, address = part[c.name]
         out[c.name] = _Comp(p.name, c.name, domain_str(c, loops), {lp.name: k for k, lp in enumerate(loops)},
-                            _box(c, loops), acc, fields, address)
+                            _box(c, loops), acc, fields, address, boxes.get(c.name, ()))
     key = id(p)
     _PROGRAMS[key] = (weakref.ref(p, lambda _: _PROGRAMS.pop(key, None)), out)
     return out
@@ -245,7 +248,8 @@ def _scheduled(comp: _Comp, loops: tuple[str | None, ...], levels: tuple[str, ..
 @functools.lru_cache(maxsize=16384)
 def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) -> np.ndarray:
     """The vector of ``comp`` whose real loop levels have these (extent, coefficients), without loop tags:
-    its level blocks, its access blocks with their inner strides, its fields."""
+    its level blocks, its access blocks with their inner strides, its fields, the dependences its levels
+    carry (the rest of its nest block needs the whole tree: ``featurize`` fills it)."""
     vec = np.zeros(L.COMP_SIZE, np.float32)
     for d, (extent, coef) in enumerate(levels):
         at = d * L.LEVEL_SIZE
@@ -255,8 +259,10 @@ def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) ->
     acc = _with_strides(comp.acc, comp.address, _inner_step([coef for _, coef in levels], len(comp.index)))
     start = L.MAX_DEPTH * L.LEVEL_SIZE
     vec[start:start + acc.size] = acc.ravel()
-    vec[-len(L.COMP_FIELDS):] = comp.fields
-    vec[len(vec) - len(L.COMP_FIELDS) + _CF["n_levels"]] = len(levels)
+    vec[L.FIELDS_AT:L.NEST_AT] = comp.fields
+    vec[L.FIELDS_AT + _CF["n_levels"]] = len(levels)
+    for name, value in dependence_fields([coef for _, coef in levels], comp.boxes).items():
+        vec[L.NEST_AT + L.NEST_INDEX[name]] = value
     vec.flags.writeable = False
     return vec
 
@@ -386,6 +392,8 @@ def featurize(state: ProgramState) -> FeatureTree:
         vecs, paths = with_packs(state, ordered, vecs, paths, steps)
     order, shape, loops = _tree(tuple(paths))
     stacked = np.stack([vecs[c] for c in order])
+    tree_fields = nest_fields(stacked, shape)
+    stacked[:, L.NEST_AT:L.NEST_AT + tree_fields.shape[1]] = tree_fields
     levels = stacked[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(len(order), L.MAX_DEPTH, L.LEVEL_SIZE)
     return FeatureTree(stacked, levels[loops], shape)
 

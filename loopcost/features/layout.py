@@ -11,7 +11,9 @@ A computation vector is the concatenation of
   ``inner_stride`` fields depend on the schedule: the innermost loop's step, as
   a direction in the original iterators, applied to the access and its
   buffer's row-major layout;
-- ``COMP_FIELDS``: operation counts, reduction, dtype, sizes.
+- ``COMP_FIELDS``: operation counts, reduction, dtype, sizes;
+- ``NEST_FIELDS`` (layout 5, see ``features.nest``): the generated nest around the computation (guards,
+  parallel entries, loops shared) and the dependences its loops carry.
 
 A loop vector is one level block of the first computation inside the loop.
 
@@ -29,9 +31,11 @@ from ..errors import LoopcostError
 #: 2: a level is read on its own (shared levels computed once); a tile of a tile has 1/(s1*s2) coefficients
 #: 3: each access's stride along the innermost loop after scheduling
 #: 4: packs (the copy a computation of its own, the packed reads read a temporary)
-VERSION = 4
-#: layout 3 held no pack: on every schedule without one, its vectors are layout 4's
-READS = (3, 4)
+#: 5: the nest block at the end of a computation vector
+VERSION = 5
+#: layout 3 held no pack: on every schedule without one, its vectors are layout 4's; layout 4's are layout 5's
+#: less the nest block at their end (a network of layout 3 or 4 reads the first ``comp_size`` fields of each)
+READS = (3, 4, 5)
 
 MAX_DEPTH = 12
 MAX_ITERS = 7
@@ -53,9 +57,23 @@ COMP_FIELDS = (
     "log2_points",
 )
 
+NEST_FIELDS = (
+    # from the loop tree: levels where the loop runs more iterations than the computation has (guarded), log2 of
+    # the iterations it idles, how many levels outside its innermost the innermost guarded one is (0: none), a
+    # parallel loop and log2 of how often it is entered, computations in its innermost loop, levels it shares
+    "guarded_levels", "log2_idle_iterations", "guard_depth", "parallel", "log2_parallel_entries",
+    "inner_sharers", "fused_levels", "log2_inner_trip",
+    # from its self-dependences: how many, whether its innermost / outermost level may carry one, how many of
+    # its innermost levels carry none
+    "self_dependences", "inner_carries", "outer_carries", "free_inner_levels",
+)
+
 LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS
 ACCESS_SIZE = len(ACCESS_FIELDS) + MAX_RANK * (MAX_ITERS + 1)
-COMP_SIZE = MAX_DEPTH * LEVEL_SIZE + MAX_ACCESSES * ACCESS_SIZE + len(COMP_FIELDS)
+#: where the comp fields and the nest block start in a computation vector
+FIELDS_AT = MAX_DEPTH * LEVEL_SIZE + MAX_ACCESSES * ACCESS_SIZE
+NEST_AT = FIELDS_AT + len(COMP_FIELDS)
+COMP_SIZE = NEST_AT + len(NEST_FIELDS)
 LOOP_SIZE = LEVEL_SIZE
 #: element types without a field of their own, read as one that has (every integer type as int32)
 FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32"}
@@ -63,6 +81,7 @@ FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32"}
 LEVEL_INDEX = {f: k for k, f in enumerate(LEVEL_FIELDS)}
 ACCESS_INDEX = {f: k for k, f in enumerate(ACCESS_FIELDS)}
 COMP_INDEX = {f: k for k, f in enumerate(COMP_FIELDS)}
+NEST_INDEX = {f: k for k, f in enumerate(NEST_FIELDS)}
 
 
 class FeatureLimitError(LoopcostError):
@@ -77,4 +96,4 @@ def comp_field_names() -> list[str]:
     for a in range(MAX_ACCESSES):
         names += [f"access{a}.{f}" for f in ACCESS_FIELDS]
         names += [f"access{a}.m{r}_{c}" for r in range(MAX_RANK) for c in range(MAX_ITERS + 1)]
-    return names + list(COMP_FIELDS)
+    return names + list(COMP_FIELDS) + [f"nest.{f}" for f in NEST_FIELDS]

@@ -87,7 +87,7 @@ def _copy(outer: np.ndarray, tag: LoopTag, state: ProgramState, extents: tuple[i
         _set_stride(row, 1.0)
         for d in range(rank):  # copy[i0][i1]..., read from B at the box's offset plus the same indices
             row[len(L.ACCESS_FIELDS) + d * (L.MAX_ITERS + 1) + d] = 1
-    fields = vec[len(vec) - len(L.COMP_FIELDS):]
+    fields = vec[L.FIELDS_AT:L.NEST_AT]
     fields[_CF["n_reads"]] = 1
     fields[_CF[L.FEATURE_DTYPE.get(buffer.dtype, buffer.dtype)]] = 1
     fields[_CF["n_levels"]] = depth

@@ -1,0 +1,143 @@
+"""The nest block of a computation vector (layout 5): what the generated loop nest does around it.
+
+Two things decide a schedule's speed that the level and access blocks leave for the network to infer, and that
+it does not learn from a few thousand programs (issue 22: fused or tiled computations whose guards sit in a hot
+loop, inner parallel loops entered millions of times, skewed stencils whose inner loop no longer carries a
+dependence all measured 5-20x from the prediction):
+
+- **the nest around it** (``nest_fields``, from the feature tree alone): at how many of its levels the loop runs
+  more iterations than the computation has (the loop is shared with a computation of a larger range, or a
+  level of constant value sits in a loop of another's, so the statement is guarded), how many iterations idle,
+  how far inside the innermost guard is, how often its parallel loop is entered, how many computations share
+  its innermost loop;
+- **the dependences its loops carry** (``dependence_fields``, per computation schedule, cached with its
+  vector): each self-dependence of the computation as a box of distances over its original iterators
+  (``distance_boxes``, once per program), mapped through each level's row of the schedule matrix, says which
+  levels may carry it: whether the innermost loop does (gcc will not vectorize it), how many inner loops carry
+  none, whether the outermost does.
+
+Both are exact where the distances are uniform and the loops are plain; a box and a tile loop's floor widen
+the intervals, so "carries" reads "may carry".
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import islpy as isl
+import numpy as np
+
+from ..ir.program import Program
+from ..transforms.legality import program_dependences
+from . import layout as L
+
+_LF, _NF = L.LEVEL_INDEX, L.NEST_INDEX
+#: the fields ``nest_fields`` fills (the first of the block; the dependence fields follow)
+TREE_FIELDS = L.NEST_FIELDS[:L.NEST_INDEX["self_dependences"]]
+#: a computation's self-dependences: (lowest, highest) distance per original iterator, one row per dependence
+Boxes = tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
+
+
+def _bound(v: isl.Val) -> float:
+    if v.is_infty():
+        return math.inf
+    if v.is_neginfty():
+        return -math.inf
+    return float(v.to_python()) if v.is_int() else float(v.get_num_si()) / float(v.get_den_si())
+
+
+@functools.lru_cache(maxsize=256)
+def distance_boxes(p: Program) -> dict[str, Boxes]:
+    """Per computation, the distinct distance boxes of its self-dependences (source and sink the same
+    computation), under the original order: one per convex piece of each dependence's distances."""
+    out: dict[str, list] = {}
+    for dep in program_dependences(p):
+        maps: list[isl.Map] = []
+        dep.relation.foreach_map(maps.append)
+        for m in maps:
+            name = m.get_tuple_name(isl.dim_type.in_)
+            if name != m.get_tuple_name(isl.dim_type.out):
+                continue
+            pieces: list[isl.BasicSet] = []
+            m.deltas().coalesce().foreach_basic_set(pieces.append)
+            for piece in pieces:  # a box per piece: the box of their union would say every level carries
+                d = isl.Set.from_basic_set(piece)
+                n = d.dim(isl.dim_type.set)
+                box = (tuple(_bound(d.dim_min_val(k)) for k in range(n)),
+                       tuple(_bound(d.dim_max_val(k)) for k in range(n)))
+                if box not in out.setdefault(name, []):
+                    out[name].append(box)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _interval(row: tuple[float, ...], lo: tuple[float, ...], hi: tuple[float, ...]) -> tuple[float, float]:
+    """The range of ``row . d`` over the box ``lo <= d <= hi``, widened to whole numbers (a tile loop's floor)."""
+    a = b = 0.0
+    for r, x, y in zip(row, lo, hi, strict=False):
+        if r:
+            a += r * (x if r > 0 else y)
+            b += r * (y if r > 0 else x)
+    return math.floor(a), math.ceil(b)
+
+
+def dependence_fields(rows: list[tuple[float, ...]], boxes: Boxes) -> dict[str, float]:
+    """The dependence fields of a computation whose real levels have the schedule rows ``rows`` (outermost
+    first, over its original iterators) and whose self-dependences have the distance ``boxes``."""
+    if not rows:
+        return {}
+    carries = [False] * len(rows)
+    for lo, hi in boxes:
+        outer_zero = True  # every outer level may leave this dependence's instances in one iteration
+        for d, row in enumerate(rows):
+            a, b = _interval(row, lo, hi)
+            if outer_zero and (a, b) != (0, 0):
+                carries[d] = True
+            outer_zero = outer_zero and a <= 0 <= b
+            if not outer_zero:
+                break
+    free = next((k for k, c in enumerate(reversed(carries)) if c), len(rows))
+    return {"self_dependences": len(boxes), "inner_carries": carries[-1], "outer_carries": carries[0],
+            "free_inner_levels": free}
+
+
+def nest_fields(comps: np.ndarray, shape: tuple) -> np.ndarray:
+    """(computations, ``TREE_FIELDS``): the nest fields of each computation of a feature tree that the tree
+    tells, ``comps`` its vectors (with their loop tags), ``shape`` its loop tree."""
+    n = len(comps)
+    levels = comps[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(n, L.MAX_DEPTH, L.LEVEL_SIZE)
+    extent = levels[:, :, _LF["log2_extent"]]
+    trip = np.where(levels[:, :, _LF["tiled"]] > 0, levels[:, :, _LF["log2_tiled_size"]], extent)
+    depth = comps[:, L.FIELDS_AT + L.COMP_INDEX["n_levels"]].astype(int)
+    loop_extent = extent.copy()
+    sharers = np.ones((n, L.MAX_DEPTH))
+
+    def walk(node: tuple, d: int) -> list[int]:
+        loop, here, kids = node
+        members = list(here) + [m for k in kids for m in walk(k, d + 1)]
+        if loop != -1 and d < L.MAX_DEPTH:
+            loop_extent[members, d] = extent[members, d].max()
+            sharers[members, d] = len(members)
+        return members
+
+    for node in shape:
+        walk(node, 0)
+    out = np.zeros((n, len(TREE_FIELDS)), np.float32)
+    for m in range(n):
+        k = depth[m]
+        if k == 0:
+            continue
+        gap = loop_extent[m, :k] - extent[m, :k]
+        guarded = np.nonzero(gap > 1e-6)[0]
+        row = out[m]
+        row[_NF["guarded_levels"]] = len(guarded)
+        row[_NF["log2_idle_iterations"]] = gap.sum()
+        row[_NF["guard_depth"]] = k - guarded[-1] if len(guarded) else 0
+        par = np.nonzero(levels[m, :k, _LF["parallel"]] > 0)[0]
+        if len(par):
+            row[_NF["parallel"]] = 1
+            row[_NF["log2_parallel_entries"]] = trip[m, :par[0]].sum()
+        row[_NF["inner_sharers"]] = sharers[m, k - 1]
+        row[_NF["fused_levels"]] = (sharers[m, :k] > 1).sum()
+        row[_NF["log2_inner_trip"]] = trip[m, k - 1]
+    return out

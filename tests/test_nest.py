@@ -1,0 +1,70 @@
+"""The nest block of the features (layout 5): guards, parallel entries and carried dependences, against
+what the generated code of known schedules does."""
+
+import math
+
+import pytest
+
+from loopcost.codegen.c_source import kernel_c
+from loopcost.features import layout as L
+from loopcost.features.extract import featurize
+from loopcost.features.nest import dependence_fields, distance_boxes
+from loopcost.kernels import KERNELS
+from loopcost.transforms.schedule import Schedule
+
+from .programs import two_maps
+
+
+def nest(program, text: str) -> list[dict[str, float]]:
+    """Each computation's nest fields, in the feature tree's order."""
+    t = featurize(Schedule.parse(text).apply(program))
+    return [dict(zip(L.NEST_FIELDS, c[L.NEST_AT:].tolist(), strict=True)) for c in t.comps]
+
+
+@pytest.mark.parametrize(("text", "inner", "free"), [("", 1, 0), ("S(i,j,1) I(i,j)", 1, 0), ("S(i,j,2) I(i,j)", 0, 1)])
+def test_seidel_wavefront_frees_the_inner_loop_only_with_skew_two(text, inner, free):
+    """Seidel's in-place stencil: after a skew by 2 and an interchange no dependence stays inside the inner
+    loop (gcc may vectorize it); a skew by 1 leaves one there."""
+    (f,) = nest(KERNELS["seidel-2d"].program("small"), text)
+    assert (f["inner_carries"], f["free_inner_levels"], f["outer_carries"]) == (inner, free, 1)
+    assert f["self_dependences"] == len(distance_boxes(KERNELS["seidel-2d"].program("small"))["S0"]) > 0
+
+
+def test_gemm_reduction_carried_by_its_inner_loop_until_interchanged():
+    p = KERNELS["gemm"].program("small")
+    init, update = nest(p, "")
+    assert init["self_dependences"] == 0 and init["free_inner_levels"] == 2
+    assert update["inner_carries"] == 1 and update["free_inner_levels"] == 0 and update["outer_carries"] == 0
+    _, update = nest(p, "F(S0,S1,1) I(j_1,k)")
+    assert update["inner_carries"] == 0 and update["free_inner_levels"] == 1
+
+
+def test_an_inner_parallel_loop_counts_its_entries():
+    p = KERNELS["gemm"].program("small")
+    _, update = nest(p, "P(j)")
+    outer = featurize(Schedule.parse("").apply(p)).comps[1][L.LEVEL_INDEX["log2_extent"]]  # log2 of i's extent
+    assert update["parallel"] == 1 and update["log2_parallel_entries"] == pytest.approx(outer) and outer > 0
+    _, update = nest(p, "P(i)")
+    assert update["log2_parallel_entries"] == 0
+
+
+def test_fusing_loops_of_different_ranges_guards_the_smaller():
+    """two_maps: B's loop has n + 1 iterations, C's n; fused, C's statement runs under a guard."""
+    p = two_maps(16)
+    st = Schedule.parse("F(S0,S1,1)").apply(p)
+    assert "if (" in kernel_c(st)
+    fields = nest(p, "F(S0,S1,1)")
+    b, c = fields[0], fields[1]
+    assert b["guarded_levels"] == 0 and c["guarded_levels"] == 1 and c["guard_depth"] == 1
+    assert c["log2_idle_iterations"] == pytest.approx(math.log2(17) - math.log2(16), abs=1e-5)
+    assert b["fused_levels"] == c["fused_levels"] == 1 and b["inner_sharers"] == 2
+    assert all(f["guarded_levels"] == 0 and f["fused_levels"] == 0 for f in nest(p, ""))
+
+
+def test_a_tile_loop_widens_a_distance_to_may_carry():
+    """floor(i/4) of a distance 1 along i is 0 or 1: the tile loop may carry it, and so may the point loop."""
+    boxes = (((1.0,), (1.0,)),)
+    assert dependence_fields([(0.25,), (1.0,)], boxes) == {"self_dependences": 1, "inner_carries": True,
+                                                           "outer_carries": True, "free_inner_levels": 0}
+    assert dependence_fields([(1.0,)], ()) == {"self_dependences": 0, "inner_carries": False,
+                                               "outer_carries": False, "free_inner_levels": 1}
