@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import signal
 import statistics
 import sys
 import time
@@ -80,17 +81,23 @@ def networks(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: a
     ctx = multiprocessing.get_context("spawn")  # a CUDA context does not survive fork
     running: list = []
     end = START + a.deadline if a.deadline else float("inf")
-    while (todo or running) and time.time() < end:
-        running = [p for p in running if p.is_alive()]
-        while todo and len(running) < a.jobs:
-            p = ctx.Process(target=network, args=todo.pop(0))
-            p.start()
-            running.append(p)
-        time.sleep(1)
-    for p in running:
-        print(f"deadline: stopping {p.name}", file=sys.stderr)
-        p.terminate()
-        p.join()
+    # a stop (kill, ^C) stops the networks too: spawned processes outlive their parent, and two runs would
+    # then write the same checkpoints
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
+    try:
+        while (todo or running) and time.time() < end:
+            running = [p for p in running if p.is_alive()]
+            while todo and len(running) < a.jobs:
+                p = ctx.Process(target=network, args=todo.pop(0))
+                p.start()
+                running.append(p)
+            time.sleep(1)
+        if running:
+            print(f"deadline: stopping {', '.join(p.name for p in running)}", file=sys.stderr)
+    finally:
+        for p in running:
+            p.terminate()
+            p.join()
 
 
 def pair(work: Path, arch: str, seed: int) -> Path | None:

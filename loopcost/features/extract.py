@@ -28,7 +28,7 @@ from ..ir.state import LoopTag, ProgramState
 from . import layout as L
 from . import quasi
 from .layout import FeatureLimitError
-from .nest import Boxes, dependence_fields, distance_boxes, nest_fields
+from .nest import Boxes, dependence_fields, distance_boxes, footprint, footprint_fields, nest_fields
 from .packs import with_packs
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
@@ -394,6 +394,7 @@ def featurize(state: ProgramState) -> FeatureTree:
     stacked = np.stack([vecs[c] for c in order])
     tree_fields = nest_fields(stacked, shape)
     stacked[:, L.NEST_AT:L.NEST_AT + tree_fields.shape[1]] = tree_fields
+    stacked[:, L.NEST_AT + L.NEST_INDEX["log2_bytes_inner1"]:] = footprint_fields(stacked)
     levels = stacked[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(len(order), L.MAX_DEPTH, L.LEVEL_SIZE)
     return FeatureTree(stacked, levels[loops], shape)
 
@@ -401,5 +402,5 @@ def featurize(state: ProgramState) -> FeatureTree:
 def clear_caches() -> None:
     """Forget what was read of schedules (the programs' own parts stay): for timing new schedules."""
     for cache in (_levels, _level, _level_without_isl, _level_of_text, _scheduled, _vector, _unit_step,
-                  _tree):
+                  _tree, footprint):
         cache.cache_clear()

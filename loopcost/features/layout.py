@@ -66,6 +66,9 @@ NEST_FIELDS = (
     # from its self-dependences: how many, whether its innermost / outermost level may carry one, how many of
     # its innermost levels carry none
     "self_dependences", "inner_carries", "outer_carries", "free_inner_levels",
+    # log2 of the bytes its accesses touch in one run of its innermost k loops, k = 1 .. MAX_DEPTH (past its
+    # depth: all of its loops)
+    *(f"log2_bytes_inner{k}" for k in range(1, MAX_DEPTH + 1)),
 )
 
 LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS

@@ -10,6 +10,9 @@ dependence all measured 5-20x from the prediction):
   level of constant value sits in a loop of another's, so the statement is guarded), how many iterations idle,
   how far inside the innermost guard is, how often its parallel loop is entered, how many computations share
   its innermost loop;
+- **the data its loops touch** (``footprint_fields``, from its vector once tagged): the bytes its accesses
+  touch in one run of its innermost 1, 2, ... loops, each access counted over the loops whose iterators it
+  reads (a tile loop's trip is its number of tiles, a loop tiled its tile's size), to set against the caches;
 - **the dependences its loops carry** (``dependence_fields``, per computation schedule, cached with its
   vector): each self-dependence of the computation as a box of distances over its original iterators
   (``distance_boxes``, once per program), mapped through each level's row of the schedule matrix, says which
@@ -33,8 +36,12 @@ from ..transforms.legality import program_dependences
 from . import layout as L
 
 _LF, _NF = L.LEVEL_INDEX, L.NEST_INDEX
-#: the fields ``nest_fields`` fills (the first of the block; the dependence fields follow)
+#: the fields ``nest_fields`` fills (the first of the block; the dependence fields follow, then the footprints)
 TREE_FIELDS = L.NEST_FIELDS[:L.NEST_INDEX["self_dependences"]]
+_COEF = len(L.LEVEL_FIELDS)
+_ACC_AT = L.MAX_DEPTH * L.LEVEL_SIZE
+_MATRIX = len(L.ACCESS_FIELDS)
+_ELEMENT = {"float32": 4, "float64": 8, "int32": 4}
 #: a computation's self-dependences: (lowest, highest) distance per original iterator, one row per dependence
 Boxes = tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
 
@@ -141,3 +148,32 @@ def nest_fields(comps: np.ndarray, shape: tuple) -> np.ndarray:
         row[_NF["fused_levels"]] = (sharers[m, :k] > 1).sum()
         row[_NF["log2_inner_trip"]] = trip[m, k - 1]
     return out
+
+
+@functools.lru_cache(maxsize=16384)
+def footprint(vec: bytes) -> np.ndarray:
+    """The footprint fields of a computation vector's first ``NEST_AT`` fields (its bytes: a cache key)."""
+    v = np.frombuffer(vec, np.float32)
+    n = int(v[L.FIELDS_AT + L.COMP_INDEX["n_levels"]])
+    out = np.zeros(L.MAX_DEPTH, np.float32)
+    if n == 0:
+        return out
+    levels = v[:L.MAX_DEPTH * L.LEVEL_SIZE].reshape(L.MAX_DEPTH, L.LEVEL_SIZE)[:n]
+    trip = np.where(levels[:, _LF["tiled"]] > 0, levels[:, _LF["log2_tiled_size"]], levels[:, _LF["log2_extent"]])
+    support = levels[:, _COEF:_COEF + L.MAX_ITERS] != 0                                   # (levels, iters)
+    acc = v[_ACC_AT:_ACC_AT + L.MAX_ACCESSES * L.ACCESS_SIZE].reshape(L.MAX_ACCESSES, L.ACCESS_SIZE)
+    acc = acc[acc[:, L.ACCESS_INDEX["present"]] > 0]
+    reads = (acc[:, _MATRIX:].reshape(len(acc), L.MAX_RANK, L.MAX_ITERS + 1)[:, :, :L.MAX_ITERS] != 0).any(1)
+    depends = (reads.astype(np.int32) @ support.T.astype(np.int32)) > 0                  # (accesses, levels)
+    inner = np.cumsum((depends * trip)[:, ::-1], axis=1)                                   # innermost k levels
+    element = next((size for name, size in _ELEMENT.items() if v[L.FIELDS_AT + L.COMP_INDEX[name]]), 4)
+    touched = np.log2(np.exp2(inner).sum(0) * element) if len(acc) else np.zeros(n)
+    out[:n] = touched
+    out[n:] = touched[-1]
+    return out
+
+
+def footprint_fields(comps: np.ndarray) -> np.ndarray:
+    """(computations, MAX_DEPTH): log2 of the bytes each computation's accesses touch in one run of its
+    innermost 1, 2, ... loops, from its vectors (with their loop tags)."""
+    return np.stack([footprint(c[:L.NEST_AT].tobytes()) for c in comps])
