@@ -68,3 +68,17 @@ def test_a_tile_loop_widens_a_distance_to_may_carry():
                                                            "outer_carries": True, "free_inner_levels": 0}
     assert dependence_fields([(1.0,)], ()) == {"self_dependences": 0, "inner_carries": False,
                                                "outer_carries": False, "free_inner_levels": 1}
+
+
+def test_footprints_count_each_access_over_the_loops_it_reads():
+    """gemm (small: C 40x50, A 40x30, B 30x50, doubles), S1 C[i][j] += A[i][k] * B[k][j]: one run of k touches
+    C once and 30 of A and of B; of j and k, 50 of C, 30 of A, 1500 of B; of all three, every element."""
+    p = KERNELS["gemm"].program("small")
+    t = featurize(Schedule.parse("").apply(p))
+    at = L.NEST_AT + L.NEST_INDEX["log2_bytes_inner1"]
+    got = t.comps[1, at:at + L.MAX_DEPTH]
+    expected = [math.log2(8 * n) for n in (1 + 30 + 30, 50 + 30 + 1500, 2000 + 1200 + 1500)]
+    assert got[:3] == pytest.approx(expected, abs=1e-4) and (got[3:] == got[2]).all()
+    tiled = featurize(Schedule.parse("T3(i,j,k,32,32,32)").apply(p)).comps[1, at:at + L.MAX_DEPTH]
+    assert tiled[0] == pytest.approx(math.log2(8 * (1 + 32 + 32)), abs=1e-4)  # a run of k is one tile's
+    assert tiled[2] < expected[2] < tiled[5] + 1e-4  # one tile touches less than the whole; every tile, all
