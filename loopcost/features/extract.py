@@ -26,9 +26,9 @@ from ..ir.polyhedral import domain_str, points
 from ..ir.program import Computation, Loop, Program
 from ..ir.state import LoopTag, ProgramState
 from . import layout as L
-from . import quasi
+from . import nest, quasi
 from .layout import FeatureLimitError
-from .nest import Boxes, dependence_fields, distance_boxes, footprint, footprint_fields, nest_fields
+from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, nest_fields
 from .packs import with_packs
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
@@ -402,5 +402,6 @@ def featurize(state: ProgramState) -> FeatureTree:
 def clear_caches() -> None:
     """Forget what was read of schedules (the programs' own parts stay): for timing new schedules."""
     for cache in (_levels, _level, _level_without_isl, _level_of_text, _scheduled, _vector, _unit_step,
-                  _tree, footprint):
+                  _tree):
         cache.cache_clear()
+    nest.clear_caches()

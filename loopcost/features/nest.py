@@ -108,45 +108,62 @@ def dependence_fields(rows: list[tuple[float, ...]], boxes: Boxes) -> dict[str, 
             "free_inner_levels": free}
 
 
+#: the fields of a computation vector that ``nest_fields`` reads: per level its extent, parallel and tiled tags
+#: and tile size, then the number of levels
+_READ = np.array([d * L.LEVEL_SIZE + _LF[f] for d in range(L.MAX_DEPTH)
+                  for f in ("log2_extent", "parallel", "tiled", "log2_tiled_size")]
+                 + [L.FIELDS_AT + L.COMP_INDEX["n_levels"]])
+
+
 def nest_fields(comps: np.ndarray, shape: tuple) -> np.ndarray:
     """(computations, ``TREE_FIELDS``): the nest fields of each computation of a feature tree that the tree
     tells, ``comps`` its vectors (with their loop tags), ``shape`` its loop tree."""
-    n = len(comps)
-    levels = comps[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(n, L.MAX_DEPTH, L.LEVEL_SIZE)
-    extent = levels[:, :, _LF["log2_extent"]]
-    trip = np.where(levels[:, :, _LF["tiled"]] > 0, levels[:, :, _LF["log2_tiled_size"]], extent)
-    depth = comps[:, L.FIELDS_AT + L.COMP_INDEX["n_levels"]].astype(int)
-    loop_extent = extent.copy()
-    sharers = np.ones((n, L.MAX_DEPTH))
+    read = np.ascontiguousarray(comps[:, _READ])
+    return _nest_fields(read.tobytes(), len(comps), shape)
+
+
+@functools.lru_cache(maxsize=16384)
+def _nest_fields(read: bytes, n: int, shape: tuple) -> np.ndarray:
+    """``nest_fields`` of the fields ``_READ`` of ``n`` computations (a search's candidates share them)."""
+    fields = np.frombuffer(read, np.float32).reshape(n, len(_READ))
+    levels = fields[:, :-1].reshape(n, L.MAX_DEPTH, 4)
+    extent = levels[:, :, 0].tolist()
+    trip = np.where(levels[:, :, 2] > 0, levels[:, :, 3], levels[:, :, 0]).tolist()
+    parallel = (levels[:, :, 1] > 0).tolist()
+    depth = fields[:, -1].astype(int).tolist()
+    loop_extent = [row[:] for row in extent]
+    sharers = [[1] * L.MAX_DEPTH for _ in range(n)]
 
     def walk(node: tuple, d: int) -> list[int]:
         loop, here, kids = node
         members = list(here) + [m for k in kids for m in walk(k, d + 1)]
         if loop != -1 and d < L.MAX_DEPTH:
-            loop_extent[members, d] = extent[members, d].max()
-            sharers[members, d] = len(members)
+            widest = max(extent[m][d] for m in members)
+            for m in members:
+                loop_extent[m][d] = widest
+                sharers[m][d] = len(members)
         return members
 
     for node in shape:
         walk(node, 0)
     out = np.zeros((n, len(TREE_FIELDS)), np.float32)
-    for m in range(n):
-        k = depth[m]
+    for m, k in enumerate(depth):
         if k == 0:
             continue
-        gap = loop_extent[m, :k] - extent[m, :k]
-        guarded = np.nonzero(gap > 1e-6)[0]
+        gap = [loop_extent[m][d] - extent[m][d] for d in range(k)]
+        guarded = [d for d in range(k) if gap[d] > 1e-6]
         row = out[m]
         row[_NF["guarded_levels"]] = len(guarded)
-        row[_NF["log2_idle_iterations"]] = gap.sum()
-        row[_NF["guard_depth"]] = k - guarded[-1] if len(guarded) else 0
-        par = np.nonzero(levels[m, :k, _LF["parallel"]] > 0)[0]
-        if len(par):
+        row[_NF["log2_idle_iterations"]] = sum(gap)
+        row[_NF["guard_depth"]] = k - guarded[-1] if guarded else 0
+        par = next((d for d in range(k) if parallel[m][d]), None)
+        if par is not None:
             row[_NF["parallel"]] = 1
-            row[_NF["log2_parallel_entries"]] = trip[m, :par[0]].sum()
-        row[_NF["inner_sharers"]] = sharers[m, k - 1]
-        row[_NF["fused_levels"]] = (sharers[m, :k] > 1).sum()
-        row[_NF["log2_inner_trip"]] = trip[m, k - 1]
+            row[_NF["log2_parallel_entries"]] = sum(trip[m][:par])
+        row[_NF["inner_sharers"]] = sharers[m][k - 1]
+        row[_NF["fused_levels"]] = sum(1 for d in range(k) if sharers[m][d] > 1)
+        row[_NF["log2_inner_trip"]] = trip[m][k - 1]
+    out.flags.writeable = False
     return out
 
 
@@ -170,6 +187,7 @@ def footprint(vec: bytes) -> np.ndarray:
     touched = np.log2(np.exp2(inner).sum(0) * element) if len(acc) else np.zeros(n)
     out[:n] = touched
     out[n:] = touched[-1]
+    out.flags.writeable = False
     return out
 
 
@@ -177,3 +195,9 @@ def footprint_fields(comps: np.ndarray) -> np.ndarray:
     """(computations, MAX_DEPTH): log2 of the bytes each computation's accesses touch in one run of its
     innermost 1, 2, ... loops, from its vectors (with their loop tags)."""
     return np.stack([footprint(c[:L.NEST_AT].tobytes()) for c in comps])
+
+
+def clear_caches() -> None:
+    """Forget the nest fields read of schedules (the programs' distance boxes stay)."""
+    footprint.cache_clear()
+    _nest_fields.cache_clear()
