@@ -246,8 +246,11 @@ def test_adaptive_spends_the_last_share_of_its_budget_on_register_blocks_of_the_
     assert all("J(" in t for t in every[1:] if " K(" in t)  # packs only of blocks
     assert sum(t.kind == "jam" for t in ranked[0].state.tags) >= 2  # a block, then blocks of the block
     # where jams pay nothing, one batch of blocks, and the rest of the budget goes back to the rounds
+    # (the batch measured right after the first round's, less the packs of the fastest block that may lead it)
     every, batches, _ = run(ByTags())
-    assert len(batches) == 1 and [str(b.schedule) for b in batches[0]] == every[1:5]
+    blocks = [str(b.schedule) for b in batches[0]]
+    assert len(batches) == 1 and blocks == [t for t in every[1:] if " K(" not in t][:len(blocks)]
+    assert len(every[1:every.index(blocks[-1]) + 1]) <= 4  # one batch of 4 at most: packs and blocks
     with pytest.raises(Exception, match="register blocks"):
         AdaptiveOptions(refine=1.5)
     with pytest.raises(Exception, match="unknown refiners"):
@@ -307,15 +310,15 @@ def test_a_block_that_reads_across_rows_or_scaled_gets_its_tile_packed_and_one_a
 
 
 class OnlyJams(ByTags):
-    """Every step but a jam halves the speed; each jammed loop doubles it: only blocks of the unscheduled
-    nest beat it."""
+    """A schedule with any step but jams runs at half speed, whatever jams it has; jams alone double it per
+    jam: only blocks of the unscheduled nest beat it (whatever the rounds' model proposes)."""
 
     def measure(self, states, *, timing=None, reference=None, seed=0, timeout=None, labels=None):
         self.batches.append(list(labels))
         out = []
-        for st, label in zip(states, labels, strict=True):
-            kinds = [t.kind for t in st.tags]
-            speed = (0.5 if set(kinds) - {"jam"} else 1.0) * 2.0 ** kinds.count("jam")
+        for label in labels:
+            steps = [type(step).__name__ for step in Schedule.parse(label).steps]
+            speed = 0.5 if set(steps) - {"UnrollJam"} else 2.0 ** len(steps)
             out.append(Measurement(label, (1.0 / speed,) * 2, (1.0, 1.0), True))
         return out
 
