@@ -257,8 +257,7 @@ def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) ->
         vec[at + _LF["log2_extent"]] = _log2(extent)
         vec[at + len(L.LEVEL_FIELDS):at + len(L.LEVEL_FIELDS) + len(coef)] = coef
     acc = _with_strides(comp.acc, comp.address, _inner_step([coef for _, coef in levels], len(comp.index)))
-    start = L.MAX_DEPTH * L.LEVEL_SIZE
-    vec[start:start + acc.size] = acc.ravel()
+    vec[L.ACCESSES_AT:L.ACCESSES_AT + acc.size] = acc.ravel()
     vec[L.FIELDS_AT:L.NEST_AT] = comp.fields
     vec[L.FIELDS_AT + _CF["n_levels"]] = len(levels)
     for name, value in dependence_fields([coef for _, coef in levels], comp.boxes).items():

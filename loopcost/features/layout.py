@@ -13,7 +13,7 @@ A computation vector is the concatenation of
   buffer's row-major layout;
 - ``COMP_FIELDS``: operation counts, reduction, dtype, sizes;
 - ``NEST_FIELDS`` (layout 5, see ``features.nest``): the generated nest around the computation (guards,
-  parallel entries, loops shared) and the dependences its loops carry.
+  parallel entries, loops shared), the dependences its loops carry and the bytes its inner loops touch.
 
 A loop vector is one level block of the first computation inside the loop.
 
@@ -73,8 +73,9 @@ NEST_FIELDS = (
 
 LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS
 ACCESS_SIZE = len(ACCESS_FIELDS) + MAX_RANK * (MAX_ITERS + 1)
-#: where the comp fields and the nest block start in a computation vector
-FIELDS_AT = MAX_DEPTH * LEVEL_SIZE + MAX_ACCESSES * ACCESS_SIZE
+#: where the access blocks, the comp fields and the nest block start in a computation vector
+ACCESSES_AT = MAX_DEPTH * LEVEL_SIZE
+FIELDS_AT = ACCESSES_AT + MAX_ACCESSES * ACCESS_SIZE
 NEST_AT = FIELDS_AT + len(COMP_FIELDS)
 COMP_SIZE = NEST_AT + len(NEST_FIELDS)
 LOOP_SIZE = LEVEL_SIZE

@@ -1,7 +1,7 @@
 """The nest block of a computation vector (layout 5): what the generated loop nest does around it.
 
-Two things decide a schedule's speed that the level and access blocks leave for the network to infer, and that
-it does not learn from a few thousand programs (issue 22: fused or tiled computations whose guards sit in a hot
+Three things decide a schedule's speed that the level and access blocks leave for the network to infer, and
+that it does not learn from a few thousand programs (issue 22: fused or tiled computations whose guards sit in a hot
 loop, inner parallel loops entered millions of times, skewed stencils whose inner loop no longer carries a
 dependence all measured 5-20x from the prediction):
 
@@ -19,8 +19,8 @@ dependence all measured 5-20x from the prediction):
   levels may carry it: whether the innermost loop does (gcc will not vectorize it), how many inner loops carry
   none, whether the outermost does.
 
-Both are exact where the distances are uniform and the loops are plain; a box and a tile loop's floor widen
-the intervals, so "carries" reads "may carry".
+The dependence fields are exact where the distances are uniform and the loops are plain; a box and a tile loop's
+floor widen the intervals, so "carries" reads "may carry".
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import math
 import islpy as isl
 import numpy as np
 
+from ..ir.packing import ELEMENT_BYTES
 from ..ir.program import Program
 from ..transforms.legality import program_dependences
 from . import layout as L
@@ -39,11 +40,16 @@ _LF, _NF = L.LEVEL_INDEX, L.NEST_INDEX
 #: the fields ``nest_fields`` fills (the first of the block; the dependence fields follow, then the footprints)
 TREE_FIELDS = L.NEST_FIELDS[:L.NEST_INDEX["self_dependences"]]
 _COEF = len(L.LEVEL_FIELDS)
-_ACC_AT = L.MAX_DEPTH * L.LEVEL_SIZE
 _MATRIX = len(L.ACCESS_FIELDS)
-_ELEMENT = {"float32": 4, "float64": 8, "int32": 4}
+#: the element types with a field of their own (``COMP_FIELDS``)
+_DTYPES = tuple(t for t in ELEMENT_BYTES if t in L.COMP_INDEX)
 #: a computation's self-dependences: (lowest, highest) distance per original iterator, one row per dependence
 Boxes = tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
+
+
+def _trips(extent: np.ndarray, tiled: np.ndarray, tile_size: np.ndarray) -> np.ndarray:
+    """log2 of each loop's trip count per entry: a tiled loop runs its tile's size, any other its extent."""
+    return np.where(tiled > 0, tile_size, extent)
 
 
 def _bound(v: isl.Val) -> float:
@@ -128,7 +134,7 @@ def _nest_fields(read: bytes, n: int, shape: tuple) -> np.ndarray:
     fields = np.frombuffer(read, np.float32).reshape(n, len(_READ))
     levels = fields[:, :-1].reshape(n, L.MAX_DEPTH, 4)
     extent = levels[:, :, 0].tolist()
-    trip = np.where(levels[:, :, 2] > 0, levels[:, :, 3], levels[:, :, 0]).tolist()
+    trip = _trips(levels[:, :, 0], levels[:, :, 2], levels[:, :, 3]).tolist()
     parallel = (levels[:, :, 1] > 0).tolist()
     depth = fields[:, -1].astype(int).tolist()
     loop_extent = [row[:] for row in extent]
@@ -175,15 +181,15 @@ def footprint(vec: bytes) -> np.ndarray:
     out = np.zeros(L.MAX_DEPTH, np.float32)
     if n == 0:
         return out
-    levels = v[:L.MAX_DEPTH * L.LEVEL_SIZE].reshape(L.MAX_DEPTH, L.LEVEL_SIZE)[:n]
-    trip = np.where(levels[:, _LF["tiled"]] > 0, levels[:, _LF["log2_tiled_size"]], levels[:, _LF["log2_extent"]])
+    levels = v[:L.ACCESSES_AT].reshape(L.MAX_DEPTH, L.LEVEL_SIZE)[:n]
+    trip = _trips(levels[:, _LF["log2_extent"]], levels[:, _LF["tiled"]], levels[:, _LF["log2_tiled_size"]])
     support = levels[:, _COEF:_COEF + L.MAX_ITERS] != 0                                   # (levels, iters)
-    acc = v[_ACC_AT:_ACC_AT + L.MAX_ACCESSES * L.ACCESS_SIZE].reshape(L.MAX_ACCESSES, L.ACCESS_SIZE)
+    acc = v[L.ACCESSES_AT:L.FIELDS_AT].reshape(L.MAX_ACCESSES, L.ACCESS_SIZE)
     acc = acc[acc[:, L.ACCESS_INDEX["present"]] > 0]
     reads = (acc[:, _MATRIX:].reshape(len(acc), L.MAX_RANK, L.MAX_ITERS + 1)[:, :, :L.MAX_ITERS] != 0).any(1)
     depends = (reads.astype(np.int32) @ support.T.astype(np.int32)) > 0                  # (accesses, levels)
     inner = np.cumsum((depends * trip)[:, ::-1], axis=1)                                   # innermost k levels
-    element = next((size for name, size in _ELEMENT.items() if v[L.FIELDS_AT + L.COMP_INDEX[name]]), 4)
+    element = next((ELEMENT_BYTES[t] for t in _DTYPES if v[L.FIELDS_AT + L.COMP_INDEX[t]]), 4)
     touched = np.log2(np.exp2(inner).sum(0) * element) if len(acc) else np.zeros(n)
     out[:n] = touched
     out[n:] = touched[-1]

@@ -24,7 +24,6 @@ from . import layout as L
 from .layout import FeatureLimitError
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
-_ACCESSES = L.MAX_DEPTH * L.LEVEL_SIZE  # where the access blocks start in a computation vector
 _ROLES = ("buffer_is_input", "buffer_is_output", "buffer_is_temp")
 _STRIDE = ("inner_stride_known", "inner_stride_zero", "inner_stride_one", "log2_inner_stride")
 
@@ -46,7 +45,7 @@ def _reading_copy(vec: np.ndarray, state: ProgramState, cs: CompSchedule, tag: L
     for a, r in enumerate(reads(c.rhs), start=1):
         if r.buffer != tag.buffer or a >= L.MAX_ACCESSES:
             continue
-        row = vec[_ACCESSES + a * L.ACCESS_SIZE:_ACCESSES + (a + 1) * L.ACCESS_SIZE]
+        row = vec[L.ACCESSES_AT + a * L.ACCESS_SIZE:L.ACCESSES_AT + (a + 1) * L.ACCESS_SIZE]
         for role in _ROLES:
             row[_AF[role]] = role == "buffer_is_temp"
         row[_AF["log2_buffer_size"]] = math.log2(math.prod(box.copy_shape))
@@ -78,7 +77,7 @@ def _copy(outer: np.ndarray, tag: LoopTag, state: ProgramState, extents: tuple[i
     buffer = state.program.buffer(tag.buffer)
     for a, (role, size) in enumerate((("buffer_is_temp", math.prod(extents)), (f"buffer_is_{buffer.role}",
                                                                               buffer.size))):
-        row = vec[_ACCESSES + a * L.ACCESS_SIZE:_ACCESSES + (a + 1) * L.ACCESS_SIZE]
+        row = vec[L.ACCESSES_AT + a * L.ACCESS_SIZE:L.ACCESSES_AT + (a + 1) * L.ACCESS_SIZE]
         row[_AF["present"]] = 1
         row[_AF["is_write"]] = a == 0
         row[_AF["rank"]] = rank
