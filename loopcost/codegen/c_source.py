@@ -179,7 +179,6 @@ class _Printer:
         self.packs: dict[str, Packed] = {}
         self.copies = 0  # packs printed
         self.packed: set[tuple[str, str]] = set()  # (loop, buffer) packs whose loop is being printed
-        self.statements: list[tuple[int, str]] = []  # (index in ``lines``, computation) of each statement printed
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -517,7 +516,6 @@ class _Printer:
             env = {lp.name: aenv[lp.name].to_c() if aenv.get(lp.name) is not None else a
                    for lp, a in zip(self.loops[name], args, strict=True)}
             packs = {b: packed for b, packed in self.packs.items() if name in packed[3].readers}
-            self.statements.append((len(self.lines), name))
             self.emit(depth, statement_c(self.comps[name], self.p, env, self.local, (aenv or self.aenv(call))
                                          if self.local else None, packs))
         elif t == isl.ast_node_type.mark:
@@ -534,20 +532,13 @@ def ast_of(state: ProgramState) -> isl.AstNode:
 def kernel_c(state: ProgramState, *, name: str | None = None, attributes: str = "") -> str:
     """The kernel function ``void NAME(buffers...)`` computing the scheduled program, preceded by the
     ``static inline`` helpers that hold its parallel loops' bodies."""
-    return kernel_statements(state, name=name, attributes=attributes)[0]
-
-
-def kernel_statements(state: ProgramState, *, name: str | None = None,
-                      attributes: str = "") -> tuple[str, list[tuple[int, str]]]:
-    """``kernel_c`` and, for each statement it prints, its line number (from 1) and computation."""
     fname = name or c_identifier(state.program.name)
     pr = _Printer(state, fname)
     pr.node(ast_of(state), 1)
     head = " ".join(a for a in (attributes, *pr.attributes()) if a)
     head += " " if head else ""
-    top = "".join(h + "\n" for h in pr.helpers) + f"{head}void {fname}({buffer_params(state.program)})\n{{\n"
-    first = top.count("\n") + 1
-    return top + "\n".join(pr.lines) + "\n}\n", [(first + k, comp) for k, comp in pr.statements]
+    return ("".join(h + "\n" for h in pr.helpers)
+            + f"{head}void {fname}({buffer_params(state.program)})\n{{\n" + "\n".join(pr.lines) + "\n}\n")
 
 
 def kernel_file(state: ProgramState, *, name: str | None = None) -> str:

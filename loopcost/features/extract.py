@@ -27,7 +27,6 @@ from ..ir.program import Computation, Loop, Program
 from ..ir.state import LoopTag, ProgramState
 from . import layout as L
 from . import nest, quasi
-from .compiler import compiler_fields, program_report, untiled
 from .layout import FeatureLimitError
 from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, nest_fields
 from .packs import with_packs
@@ -168,7 +167,6 @@ class _Comp:
     fields: np.ndarray
     address: np.ndarray
     boxes: Boxes                # its self-dependences' distance boxes (``nest.distance_boxes``)
-    report: tuple[int, int, int]  # gcc's report on it unscheduled (``compiler.program_report``)
 
 
 def _box(c: Computation, loops: tuple[Loop, ...]) -> tuple[tuple[int, int], ...] | None:
@@ -189,13 +187,11 @@ def _comps_of(p: Program) -> dict[str, _Comp]:
         return hit[1]
     part = program_part(p)
     boxes = distance_boxes(p)
-    report = program_report(p)
     out = {}
     for c, loops in p.walk_computations():
         acc, fields, _, address = part[c.name]
         out[c.name] = _Comp(p.name, c.name, domain_str(c, loops), {lp.name: k for k, lp in enumerate(loops)},
-                            _box(c, loops), acc, fields, address, boxes.get(c.name, ()),
-                            report.get(c.name, (0, 0, 0)))
+                            _box(c, loops), acc, fields, address, boxes.get(c.name, ()))
     key = id(p)
     _PROGRAMS[key] = (weakref.ref(p, lambda _: _PROGRAMS.pop(key, None)), out)
     return out
@@ -264,9 +260,7 @@ def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) ->
     vec[L.ACCESSES_AT:L.ACCESSES_AT + acc.size] = acc.ravel()
     vec[L.FIELDS_AT:L.NEST_AT] = comp.fields
     vec[L.FIELDS_AT + _CF["n_levels"]] = len(levels)
-    rows = [coef for _, coef in levels]
-    for name, value in (dependence_fields(rows, comp.boxes) | compiler_fields(comp.report, rows,
-                                                                            len(comp.index))).items():
+    for name, value in dependence_fields([coef for _, coef in levels], comp.boxes).items():
         vec[L.NEST_AT + L.NEST_INDEX[name]] = value
     vec.flags.writeable = False
     return vec
@@ -399,10 +393,7 @@ def featurize(state: ProgramState) -> FeatureTree:
     stacked = np.stack([vecs[c] for c in order])
     tree_fields = nest_fields(stacked, shape)
     stacked[:, L.NEST_AT:L.NEST_AT + tree_fields.shape[1]] = tree_fields
-    at = L.NEST_AT + L.NEST_INDEX["log2_bytes_inner1"]
-    stacked[:, at:at + L.MAX_DEPTH] = footprint_fields(stacked)
-    if tags:
-        untiled(stacked)
+    stacked[:, L.NEST_AT + L.NEST_INDEX["log2_bytes_inner1"]:] = footprint_fields(stacked)
     levels = stacked[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(len(order), L.MAX_DEPTH, L.LEVEL_SIZE)
     return FeatureTree(stacked, levels[loops], shape)
 

@@ -32,12 +32,10 @@ from ..errors import LoopcostError
 #: 3: each access's stride along the innermost loop after scheduling
 #: 4: packs (the copy a computation of its own, the packed reads read a temporary)
 #: 5: the nest block at the end of a computation vector
-#: 6: the compiler block at the end of the nest block (``features.compiler``: what gcc does unscheduled)
-VERSION = 6
+VERSION = 5
 #: layout 3 held no pack: on every schedule without one, its vectors are layout 4's; layout 4's are layout 5's
-#: less the nest block at their end, layout 5's layout 6's less the compiler block at theirs (a network of an
-#: older layout reads the first ``comp_size`` fields of each)
-READS = (3, 4, 5, 6)
+#: less the nest block at their end (a network of layout 3 or 4 reads the first ``comp_size`` fields of each)
+READS = (3, 4, 5)
 
 MAX_DEPTH = 12
 MAX_ITERS = 7
@@ -71,10 +69,6 @@ NEST_FIELDS = (
     # log2 of the bytes its accesses touch in one run of its innermost k loops, k = 1 .. MAX_DEPTH (past its
     # depth: all of its loops)
     *(f"log2_bytes_inner{k}" for k in range(1, MAX_DEPTH + 1)),
-    # layout 6, the compiler block (``features.compiler``): in the unscheduled program gcc vectorized a loop
-    # around it, how many loops that loop holds around it, gcc interchanged its nest; under this schedule the
-    # loops from the vectorized one in are the original ones, none inside it tiled
-    "gcc_vectorized", "gcc_vector_depth", "gcc_interchanged", "gcc_vector_kept",
 )
 
 LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS
