@@ -319,12 +319,14 @@ def test_an_ensemble_predicts_the_geometric_mean_and_its_spread(tmp_path):
                 "feature_version": L.VERSION}, tmp_path / "old.pt")
     assert np.allclose(CostModel.load(tmp_path / "old.pt").predict_trees(ts), singles[0], rtol=1e-5)
     # a model of layout 3 (no packs) reads layout 4's vectors, which are its own wherever nothing is packed
-    for version in (3, 2):
+    for version in (3, 2, 5):
         torch.save({"config": nets[0].config, "state_dict": nets[0].state_dict(), "feature_version": version},
                    tmp_path / f"v{version}.pt")
     assert np.allclose(CostModel.load(tmp_path / "v3.pt").predict_trees(ts), singles[0], rtol=1e-5)
-    with pytest.raises(LoopcostError, match="trained on feature layout 2"):
-        CostModel.load(tmp_path / "v2.pt")
+    # layout 2 lacks the strides, and layout 5's nest block misses the guards that layout 6 counts
+    for version in (2, 5):
+        with pytest.raises(LoopcostError, match=f"trained on feature layout {version}"):
+            CostModel.load(tmp_path / f"v{version}.pt")
 
 
 def test_gradient_boosted_baseline_fits_flat_features():

@@ -1,14 +1,15 @@
-"""The nest block of the features (layout 5): guards, parallel entries and carried dependences, against
+"""The nest block of the features (layouts 5 and 6): guards, parallel entries and carried dependences, against
 what the generated code of known schedules does."""
 
 import math
+import re
 
 import pytest
 
 from loopcost.codegen.c_source import kernel_c
 from loopcost.features import layout as L
 from loopcost.features.extract import featurize
-from loopcost.features.nest import dependence_fields, distance_boxes
+from loopcost.features.nest import dependence_fields, distance_boxes, hidden_levels
 from loopcost.kernels import KERNELS
 from loopcost.transforms.schedule import Schedule
 
@@ -59,6 +60,32 @@ def test_fusing_loops_of_different_ranges_guards_the_smaller():
     assert c["log2_idle_iterations"] == pytest.approx(math.log2(17) - math.log2(16), abs=1e-5)
     assert b["fused_levels"] == c["fused_levels"] == 1 and b["inner_sharers"] == 2
     assert all(f["guarded_levels"] == 0 and f["fused_levels"] == 0 for f in nest(p, ""))
+
+
+@pytest.mark.parametrize(("text", "hidden", "depth", "idle"), [
+    ("", 0, 0, 0.0), ("T2(j,k,16,8)", 2, 2, 2 * math.log2(4)),
+    ("T3(i,j,k,8,16,8)", 3, 3, math.log2(5) + 2 * math.log2(4)), ("F(S0,S1,1) I(j_1,k)", 0, 0, 0.0)])
+def test_an_initialization_left_in_the_tile_loops_of_its_reduction_is_guarded(text, hidden, depth, idle):
+    """gemm's initialization has no level of the reduction's: tiling k puts it inside k's tile loop (and
+    those of the loops tiled outside it) at a constant value, under ``if (c3 == 0 && ...)``, as many guards as
+    tile loops it has none of; its own levels do not show them, the nest block does (the tile loops' trips
+    idle, the innermost guard as many levels out as the init's own levels inside it, plus one)."""
+    p = KERNELS["gemm"].program("small")
+    st = Schedule.parse(text).apply(p)
+    guard = re.search(r"if \(((?:c\d+ == 0(?: && )?)+)\) \{\n\s*C\[c\d+\]\[c\d+\] = ", kernel_c(st))
+    assert (guard.group(1).count("==") if guard else 0) == hidden
+    init, update = nest(p, text)
+    assert (init["guarded_levels"], init["guard_depth"], update["guarded_levels"]) == (hidden, depth, 0)
+    assert init["log2_idle_iterations"] == pytest.approx(idle, abs=1e-5)
+
+
+def test_hidden_levels_need_the_same_betas_and_outer_loops():
+    """A computation sits in another's loop only where nothing orders them apart outside it."""
+    before = ((0, 0, 0), ("i", None))                                    # betas b0 b1 b2 around loops l0 l1
+    assert hidden_levels((before, ((0, 1, 0), ("i", "k")))) == ((), ())  # the init before the k loop
+    assert hidden_levels((before, ((0, 0, 0), ("i", "k")))) == (((0, ((1, 1),)),), ())
+    assert hidden_levels((((0, 0, 0), (None, "j")), ((0, 0, 0), ("i", "j")), ((1, 0, 0), ("t", None)))) == \
+        (((1, ((1, 0),)),), (), ())                                      # the third is after the first two
 
 
 def test_a_tile_loop_widens_a_distance_to_may_carry():

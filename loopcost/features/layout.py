@@ -32,10 +32,13 @@ from ..errors import LoopcostError
 #: 3: each access's stride along the innermost loop after scheduling
 #: 4: packs (the copy a computation of its own, the packed reads read a temporary)
 #: 5: the nest block at the end of a computation vector
-VERSION = 5
-#: layout 3 held no pack: on every schedule without one, its vectors are layout 4's; layout 4's are layout 5's
-#: less the nest block at their end (a network of layout 3 or 4 reads the first ``comp_size`` fields of each)
-READS = (3, 4, 5)
+#: 6: the nest block counts the levels where a computation sits guarded in another's loop at a constant value
+#: (``nest.hidden_levels``: a reduction's initialization in the tile loops of its reduction level)
+VERSION = 6
+#: layout 3 held no pack: on every schedule without one, its vectors are layout 4's; layout 4's are layout 6's
+#: less the nest block at their end (a network of layout 3 or 4 reads the first ``comp_size`` fields of each);
+#: layout 5's nest block differs from layout 6's where a computation sits in another's loop: not read
+READS = (3, 4, 6)
 
 MAX_DEPTH = 12
 MAX_ITERS = 7

@@ -7,7 +7,8 @@ dependence all measured 5-20x from the prediction):
 
 - **the nest around it** (``nest_fields``, from the feature tree alone): at how many of its levels the loop runs
   more iterations than the computation has (the loop is shared with a computation of a larger range, or a
-  level of constant value sits in a loop of another's, so the statement is guarded), how many iterations idle,
+  level of constant value sits in a loop of another's, so the statement is guarded: ``hidden_levels`` from the
+  computations' betas, since its vector holds its real levels only), how many iterations idle,
   how far inside the innermost guard is, how often its parallel loop is entered, how many computations share
   its innermost loop;
 - **the data its loops touch** (``footprint_fields``, from its vector once tagged): the bytes its accesses
@@ -173,6 +174,59 @@ def _nest_fields(read: bytes, n: int, shape: tuple) -> np.ndarray:
     return out
 
 
+#: a computation's schedule as the nest sees it: its betas and the name of its loop at each level (None: a level
+#: of constant value)
+Placement = tuple[tuple[int, ...], tuple[str | None, ...]]
+
+
+@functools.lru_cache(maxsize=4096)
+def hidden_levels(placements: tuple[Placement, ...]) -> tuple[tuple[tuple[int, tuple[tuple[int, int], ...]], ...],
+                                                              ...]:
+    """Per computation, the levels where it has no loop of its own but sits in another's: isl scans it inside
+    that loop at its constant value, under a guard (``if (c3 == 0)``: a reduction's initialization left in the
+    tile loops of its reduction level), which its own levels do not show. One computation sits in another's
+    loop at level ``k`` where their betas agree up to ``k`` and, at every level outside it, they name the same
+    loop or one of them has none there. Each such level as (its number among the computation's real levels
+    inside it, the (computation, real level number) of the loops it sits in)."""
+    out = []
+    for a_betas, a_loops in placements:
+        hidden = []
+        for k, name in enumerate(a_loops):
+            if name is not None:
+                continue
+            hosts = tuple((b, sum(1 for x in b_loops[:k] if x is not None))
+                          for b, (b_betas, b_loops) in enumerate(placements)
+                          if b_loops[k] is not None and b_betas[:k + 1] == a_betas[:k + 1]
+                          and all(x == y or x is None or y is None
+                                  for x, y in zip(a_loops[:k], b_loops[:k], strict=True)))
+            if hosts:
+                hidden.append((sum(1 for x in a_loops[k + 1:] if x is not None), hosts))
+        out.append(tuple(hidden))
+    return tuple(out)
+
+
+def add_hidden_guards(comps: np.ndarray, rows: list[int], placements: tuple[Placement, ...]) -> None:
+    """Count in the nest fields of ``comps`` (a feature tree's vectors, with their loop tags; ``rows[c]`` the
+    row of the computation placed by ``placements[c]``) each level where a computation sits guarded in
+    another's loop (``hidden_levels``): a guarded level, a fused one, the host loop's trip idle, and its depth."""
+    hidden = hidden_levels(placements)
+    if not any(hidden):
+        return
+    levels = comps[:, :L.ACCESSES_AT].reshape(len(comps), L.MAX_DEPTH, L.LEVEL_SIZE)
+    trip = _trips(levels[:, :, _LF["log2_extent"]], levels[:, :, _LF["tiled"]], levels[:, :, _LF["log2_tiled_size"]])
+    for c, levels_hidden in enumerate(hidden):
+        if not levels_hidden:
+            continue
+        row = comps[rows[c], L.NEST_AT:]
+        depths = [row[_NF["guard_depth"]]] if row[_NF["guard_depth"]] else []
+        for inside, hosts in levels_hidden:
+            row[_NF["guarded_levels"]] += 1
+            row[_NF["fused_levels"]] += 1
+            row[_NF["log2_idle_iterations"]] += max(trip[rows[b], j] for b, j in hosts)
+            depths.append(inside + 1)
+        row[_NF["guard_depth"]] = min(depths)
+
+
 @functools.lru_cache(maxsize=16384)
 def footprint(vec: bytes) -> np.ndarray:
     """The footprint fields of a computation vector's first ``NEST_AT`` fields (its bytes: a cache key)."""
@@ -207,3 +261,4 @@ def clear_caches() -> None:
     """Forget the nest fields read of schedules (the programs' distance boxes stay)."""
     footprint.cache_clear()
     _nest_fields.cache_clear()
+    hidden_levels.cache_clear()
