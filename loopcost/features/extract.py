@@ -28,7 +28,7 @@ from ..ir.state import LoopTag, ProgramState
 from . import layout as L
 from . import nest, quasi
 from .layout import FeatureLimitError
-from .nest import Boxes, add_hidden_guards, dependence_fields, distance_boxes, footprint_fields, nest_fields
+from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, nest_fields
 from .packs import with_packs
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
@@ -391,11 +391,9 @@ def featurize(state: ProgramState) -> FeatureTree:
         vecs, paths = with_packs(state, ordered, vecs, paths, steps)
     order, shape, loops = _tree(tuple(paths))
     stacked = np.stack([vecs[c] for c in order])
-    tree_fields = nest_fields(stacked, shape)
+    placements = tuple((ordered[c].betas, ordered[c].loops) if c < len(ordered) else None for c in order)
+    tree_fields = nest_fields(stacked, shape, placements)
     stacked[:, L.NEST_AT:L.NEST_AT + tree_fields.shape[1]] = tree_fields
-    rows = {c: k for k, c in enumerate(order)}
-    add_hidden_guards(stacked, [rows[c] for c in range(len(ordered))],
-                      tuple((cs.betas, cs.loops) for cs in ordered))
     stacked[:, L.NEST_AT + L.NEST_INDEX["log2_bytes_inner1"]:] = footprint_fields(stacked)
     levels = stacked[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(len(order), L.MAX_DEPTH, L.LEVEL_SIZE)
     return FeatureTree(stacked, levels[loops], shape)

@@ -1,16 +1,15 @@
-"""The nest block of a computation vector (layout 5): what the generated loop nest does around it.
+"""The nest block of a computation vector (layouts 5 and 6): what the generated loop nest does around it.
 
 Three things decide a schedule's speed that the level and access blocks leave for the network to infer, and
 that it does not learn from a few thousand programs (issue 22: fused or tiled computations whose guards sit in a hot
 loop, inner parallel loops entered millions of times, skewed stencils whose inner loop no longer carries a
 dependence all measured 5-20x from the prediction):
 
-- **the nest around it** (``nest_fields``, from the feature tree alone): at how many of its levels the loop runs
-  more iterations than the computation has (the loop is shared with a computation of a larger range, or a
-  level of constant value sits in a loop of another's, so the statement is guarded: ``hidden_levels`` from the
-  computations' betas, since its vector holds its real levels only), how many iterations idle,
-  how far inside the innermost guard is, how often its parallel loop is entered, how many computations share
-  its innermost loop;
+- **the nest around it** (``nest_fields``, from the feature tree and each computation's betas): at how many of
+  its levels the loop runs more iterations than the computation has (the loop is shared with a computation of a
+  larger range, or a level of constant value sits in a loop of another's, so the statement is guarded:
+  ``hidden_levels``, since its vector holds its real levels only), how many iterations idle, how far inside the
+  innermost guard is, how often its parallel loop is entered, how many computations share its innermost loop;
 - **the data its loops touch** (``footprint_fields``, from its vector once tagged): the bytes its accesses
   touch in one run of its innermost 1, 2, ... loops, each access counted over the loops whose iterators it
   reads (a tile loop's trip is its number of tiles, a loop tiled its tile's size), to set against the caches;
@@ -115,6 +114,36 @@ def dependence_fields(rows: list[tuple[float, ...]], boxes: Boxes) -> dict[str, 
             "free_inner_levels": free}
 
 
+#: a computation's schedule as the nest sees it: its betas and the name of its loop at each level (None: a level
+#: of constant value)
+Placement = tuple[tuple[int, ...], tuple[str | None, ...]]
+
+
+@functools.lru_cache(maxsize=4096)
+def hidden_levels(placements: tuple[Placement | None, ...]) -> tuple[tuple[tuple[int, tuple[tuple[int, int], ...]],
+                                                                     ...], ...]:
+    """Per computation, the levels where it has no loop of its own but sits in another's: isl scans it inside
+    that loop at its constant value, under a guard (``if (c3 == 0)``: a reduction's initialization left in the
+    tile loops of its reduction level), which its own levels do not show. One computation sits in another's
+    loop at level ``k`` where their betas agree up to ``k`` and, at every level outside it, they name the same
+    loop or one of them has none there. Each such level as (how many of the computation's real levels lie
+    inside it, the (computation, real level number) of each loop it sits in); none for a placement of None."""
+    out = []
+    for a in placements:
+        hidden = []
+        for k, name in enumerate(a[1] if a else ()):
+            if name is not None:
+                continue
+            hosts = tuple((b, sum(1 for x in p[1][:k] if x is not None)) for b, p in enumerate(placements)
+                          if p and p[1][k] is not None and p[0][:k + 1] == a[0][:k + 1]
+                          and all(x == y or x is None or y is None
+                                  for x, y in zip(a[1][:k], p[1][:k], strict=True)))
+            if hosts:
+                hidden.append((sum(1 for x in a[1][k + 1:] if x is not None), hosts))
+        out.append(tuple(hidden))
+    return tuple(out)
+
+
 #: the fields of a computation vector that ``nest_fields`` reads: per level its extent, parallel and tiled tags
 #: and tile size, then the number of levels
 _READ = np.array([d * L.LEVEL_SIZE + _LF[f] for d in range(L.MAX_DEPTH)
@@ -122,15 +151,16 @@ _READ = np.array([d * L.LEVEL_SIZE + _LF[f] for d in range(L.MAX_DEPTH)
                  + [L.FIELDS_AT + L.COMP_INDEX["n_levels"]])
 
 
-def nest_fields(comps: np.ndarray, shape: tuple) -> np.ndarray:
+def nest_fields(comps: np.ndarray, shape: tuple, placements: tuple[Placement | None, ...]) -> np.ndarray:
     """(computations, ``TREE_FIELDS``): the nest fields of each computation of a feature tree that the tree
-    tells, ``comps`` its vectors (with their loop tags), ``shape`` its loop tree."""
+    tells, ``comps`` its vectors (with their loop tags), ``shape`` its loop tree, ``placements`` each row's
+    schedule (None for a pack's copy), for the loops it sits in without levels of its own (``hidden_levels``)."""
     read = np.ascontiguousarray(comps[:, _READ])
-    return _nest_fields(read.tobytes(), len(comps), shape)
+    return _nest_fields(read.tobytes(), len(comps), shape, placements)
 
 
 @functools.lru_cache(maxsize=16384)
-def _nest_fields(read: bytes, n: int, shape: tuple) -> np.ndarray:
+def _nest_fields(read: bytes, n: int, shape: tuple, placements: tuple[Placement | None, ...]) -> np.ndarray:
     """``nest_fields`` of the fields ``_READ`` of ``n`` computations (a search's candidates share them)."""
     fields = np.frombuffer(read, np.float32).reshape(n, len(_READ))
     levels = fields[:, :-1].reshape(n, L.MAX_DEPTH, 4)
@@ -154,77 +184,28 @@ def _nest_fields(read: bytes, n: int, shape: tuple) -> np.ndarray:
     for node in shape:
         walk(node, 0)
     out = np.zeros((n, len(TREE_FIELDS)), np.float32)
-    for m, k in enumerate(depth):
+    for m, (k, hidden) in enumerate(zip(depth, hidden_levels(placements), strict=True)):
+        # guards on its own levels (a loop wider than its range) and on levels it has none of (``hidden_levels``:
+        # the host loop's trip idles)
+        gap = [loop_extent[m][d] - extent[m][d] for d in range(k)]
+        gap += [max(trip[b][j] for b, j in hosts) for _, hosts in hidden]
+        guarded = [d for d in range(k) if gap[d] > 1e-6]
+        depths = ([k - guarded[-1]] if guarded else []) + [inside + 1 for inside, _ in hidden]
+        row = out[m]
+        row[_NF["guarded_levels"]] = len(guarded) + len(hidden)
+        row[_NF["log2_idle_iterations"]] = sum(gap)
+        row[_NF["guard_depth"]] = min(depths, default=0)
+        row[_NF["fused_levels"]] = sum(1 for d in range(k) if sharers[m][d] > 1) + len(hidden)
         if k == 0:
             continue
-        gap = [loop_extent[m][d] - extent[m][d] for d in range(k)]
-        guarded = [d for d in range(k) if gap[d] > 1e-6]
-        row = out[m]
-        row[_NF["guarded_levels"]] = len(guarded)
-        row[_NF["log2_idle_iterations"]] = sum(gap)
-        row[_NF["guard_depth"]] = k - guarded[-1] if guarded else 0
         par = next((d for d in range(k) if parallel[m][d]), None)
         if par is not None:
             row[_NF["parallel"]] = 1
             row[_NF["log2_parallel_entries"]] = sum(trip[m][:par])
         row[_NF["inner_sharers"]] = sharers[m][k - 1]
-        row[_NF["fused_levels"]] = sum(1 for d in range(k) if sharers[m][d] > 1)
         row[_NF["log2_inner_trip"]] = trip[m][k - 1]
     out.flags.writeable = False
     return out
-
-
-#: a computation's schedule as the nest sees it: its betas and the name of its loop at each level (None: a level
-#: of constant value)
-Placement = tuple[tuple[int, ...], tuple[str | None, ...]]
-
-
-@functools.lru_cache(maxsize=4096)
-def hidden_levels(placements: tuple[Placement, ...]) -> tuple[tuple[tuple[int, tuple[tuple[int, int], ...]], ...],
-                                                              ...]:
-    """Per computation, the levels where it has no loop of its own but sits in another's: isl scans it inside
-    that loop at its constant value, under a guard (``if (c3 == 0)``: a reduction's initialization left in the
-    tile loops of its reduction level), which its own levels do not show. One computation sits in another's
-    loop at level ``k`` where their betas agree up to ``k`` and, at every level outside it, they name the same
-    loop or one of them has none there. Each such level as (its number among the computation's real levels
-    inside it, the (computation, real level number) of the loops it sits in)."""
-    out = []
-    for a_betas, a_loops in placements:
-        hidden = []
-        for k, name in enumerate(a_loops):
-            if name is not None:
-                continue
-            hosts = tuple((b, sum(1 for x in b_loops[:k] if x is not None))
-                          for b, (b_betas, b_loops) in enumerate(placements)
-                          if b_loops[k] is not None and b_betas[:k + 1] == a_betas[:k + 1]
-                          and all(x == y or x is None or y is None
-                                  for x, y in zip(a_loops[:k], b_loops[:k], strict=True)))
-            if hosts:
-                hidden.append((sum(1 for x in a_loops[k + 1:] if x is not None), hosts))
-        out.append(tuple(hidden))
-    return tuple(out)
-
-
-def add_hidden_guards(comps: np.ndarray, rows: list[int], placements: tuple[Placement, ...]) -> None:
-    """Count in the nest fields of ``comps`` (a feature tree's vectors, with their loop tags; ``rows[c]`` the
-    row of the computation placed by ``placements[c]``) each level where a computation sits guarded in
-    another's loop (``hidden_levels``): a guarded level, a fused one, the host loop's trip idle, and its depth."""
-    hidden = hidden_levels(placements)
-    if not any(hidden):
-        return
-    levels = comps[:, :L.ACCESSES_AT].reshape(len(comps), L.MAX_DEPTH, L.LEVEL_SIZE)
-    trip = _trips(levels[:, :, _LF["log2_extent"]], levels[:, :, _LF["tiled"]], levels[:, :, _LF["log2_tiled_size"]])
-    for c, levels_hidden in enumerate(hidden):
-        if not levels_hidden:
-            continue
-        row = comps[rows[c], L.NEST_AT:]
-        depths = [row[_NF["guard_depth"]]] if row[_NF["guard_depth"]] else []
-        for inside, hosts in levels_hidden:
-            row[_NF["guarded_levels"]] += 1
-            row[_NF["fused_levels"]] += 1
-            row[_NF["log2_idle_iterations"]] += max(trip[rows[b], j] for b, j in hosts)
-            depths.append(inside + 1)
-        row[_NF["guard_depth"]] = min(depths)
 
 
 @functools.lru_cache(maxsize=16384)
