@@ -28,7 +28,7 @@ from ..ir.state import LoopTag, ProgramState
 from . import layout as L
 from . import nest, quasi
 from .layout import FeatureLimitError
-from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, nest_fields
+from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, level_trips, nest_fields
 from .packs import with_packs
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
@@ -262,6 +262,7 @@ def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) ->
     vec[L.FIELDS_AT + _CF["n_levels"]] = len(levels)
     for name, value in dependence_fields([coef for _, coef in levels], comp.boxes).items():
         vec[L.NEST_AT + L.NEST_INDEX[name]] = value
+    vec[nest.TRIPS_AT:nest.TRIPS_AT + len(levels)] = level_trips(levels, comp.box)
     vec.flags.writeable = False
     return vec
 
@@ -393,8 +394,13 @@ def featurize(state: ProgramState) -> FeatureTree:
     stacked = np.stack([vecs[c] for c in order])
     placements = tuple((ordered[c].betas, ordered[c].loops) if c < len(ordered) else None for c in order)
     tree_fields = nest_fields(stacked, shape, placements)
-    stacked[:, L.NEST_AT:L.NEST_AT + tree_fields.shape[1]] = tree_fields
-    stacked[:, L.NEST_AT + L.NEST_INDEX["log2_bytes_inner1"]:] = footprint_fields(stacked)
+    n_tree = len(nest.TREE_FIELDS)
+    stacked[:, L.NEST_AT:L.NEST_AT + n_tree] = tree_fields[:, :n_tree]
+    kept_at = L.NEST_AT + L.NEST_INDEX[nest.KEPT_FIELDS[0]]
+    stacked[:, kept_at:kept_at + len(nest.KEPT_FIELDS)] = tree_fields[:, n_tree:]
+    footprints = footprint_fields(stacked)
+    stacked[:, nest.BYTES_AT:nest.BYTES_AT + L.MAX_DEPTH] = footprints[:, :L.MAX_DEPTH]
+    stacked[:, nest.KEPT_BYTES_AT:nest.KEPT_BYTES_AT + L.MAX_DEPTH] = footprints[:, L.MAX_DEPTH:]
     levels = stacked[:, :L.MAX_DEPTH * L.LEVEL_SIZE].reshape(len(order), L.MAX_DEPTH, L.LEVEL_SIZE)
     return FeatureTree(stacked, levels[loops], shape)
 

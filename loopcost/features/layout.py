@@ -34,11 +34,14 @@ from ..errors import LoopcostError
 #: 5: the nest block at the end of a computation vector
 #: 6: the nest block counts the levels where a computation sits guarded in another's loop at a constant value
 #: (``nest.hidden_levels``: a reduction's initialization in the tile loops of its reduction level)
-VERSION = 6
+#: 7: the nest block ends with each level's real trip (``nest.level_trips``: a tile loop inside its point loop runs
+#: once, a point loop outside its tile loop its whole range) and the fields of the loops the generated code keeps
+VERSION = 7
 #: layout 3 held no pack: on every schedule without one, its vectors are layout 4's; layout 4's are layout 6's
 #: less the nest block at their end (a network of layout 3 or 4 reads the first ``comp_size`` fields of each);
-#: layout 5's nest block differs from layout 6's where a computation sits in another's loop: not read
-READS = (3, 4, 6)
+#: layout 5's nest block differs from layout 6's where a computation sits in another's loop: not read; layout 6's
+#: vectors are layout 7's less the fields of the kept loops at their end
+READS = (3, 4, 6, 7)
 
 MAX_DEPTH = 12
 MAX_ITERS = 7
@@ -72,6 +75,13 @@ NEST_FIELDS = (
     # log2 of the bytes its accesses touch in one run of its innermost k loops, k = 1 .. MAX_DEPTH (past its
     # depth: all of its loops)
     *(f"log2_bytes_inner{k}" for k in range(1, MAX_DEPTH + 1)),
+    # (layout 7) the loops the generated code keeps: log2 of the iterations each level runs per entry (0: it runs
+    # once, and the code drops it with its tags), how many levels it drops, whether it keeps a parallel loop and
+    # log2 of how often that loop is entered, whether it keeps a vector loop, log2 of its innermost kept loop's
+    # trip, and the footprints above over the kept loops with their real trips
+    *(f"log2_trip_level{d}" for d in range(MAX_DEPTH)),
+    "dropped_levels", "kept_parallel", "log2_kept_parallel_entries", "kept_vector", "log2_kept_inner_trip",
+    *(f"log2_kept_bytes_inner{k}" for k in range(1, MAX_DEPTH + 1)),
 )
 
 LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS

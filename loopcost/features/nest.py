@@ -21,6 +21,12 @@ dependence all measured 5-20x from the prediction):
 
 The dependence fields are exact where the distances are uniform and the loops are plain; a box and a tile loop's
 floor widen the intervals, so "carries" reads "may carry".
+
+Layout 7 adds **the loops the generated code keeps** (``level_trips``, per computation schedule, cached with its
+vector): how many iterations each level runs per entry. The fields above read a tiled loop's trip as its tile's
+size and any other's as its extent; after an interchange that moves a tile loop inside its point loop, the tile
+loop runs once (isl drops it from the code, with its parallel, vector or unroll tag) and the point loop its whole
+range. The kept fields (``KEPT_FIELDS``, and footprints over the kept loops) are read from the real trips.
 """
 
 from __future__ import annotations
@@ -37,8 +43,14 @@ from ..transforms.legality import program_dependences
 from . import layout as L
 
 _LF, _NF = L.LEVEL_INDEX, L.NEST_INDEX
-#: the fields ``nest_fields`` fills (the first of the block; the dependence fields follow, then the footprints)
+#: the fields ``nest_fields`` fills: the first of the block (the dependence fields follow, then the footprints), and
+#: those of the kept loops after the real trips
 TREE_FIELDS = L.NEST_FIELDS[:L.NEST_INDEX["self_dependences"]]
+KEPT_FIELDS = L.NEST_FIELDS[L.NEST_INDEX["dropped_levels"]:L.NEST_INDEX["log2_kept_bytes_inner1"]]
+#: where a vector's real trips (``level_trips``) and its footprints start
+TRIPS_AT = L.NEST_AT + L.NEST_INDEX["log2_trip_level0"]
+BYTES_AT = L.NEST_AT + L.NEST_INDEX["log2_bytes_inner1"]
+KEPT_BYTES_AT = L.NEST_AT + L.NEST_INDEX["log2_kept_bytes_inner1"]
 _COEF = len(L.LEVEL_FIELDS)
 _MATRIX = len(L.ACCESS_FIELDS)
 #: the element types with a field of their own (``COMP_FIELDS``)
@@ -50,6 +62,41 @@ Boxes = tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
 def _trips(extent: np.ndarray, tiled: np.ndarray, tile_size: np.ndarray) -> np.ndarray:
     """log2 of each loop's trip count per entry: a tiled loop runs its tile's size, any other its extent."""
     return np.where(tiled > 0, tile_size, extent)
+
+
+def level_trips(levels: tuple[tuple[float, tuple[float, ...]], ...],
+                box: tuple[tuple[int, int], ...] | None) -> tuple[float, ...]:
+    """log2 of the iterations each loop level runs per entry, from each real level's (extent over the domain,
+    row of coefficients over the original iterators), outermost first, and each iterator's inclusive bounds
+    (``box``; None where the domain is not a box). A level's value is ``floor(a . x / D)``, ``a`` its row scaled
+    to whole numbers (the smallest 1): an outer level of the same ``a`` (up to sign) and no larger ``D`` fixes it
+    (a tile loop inside its point loop runs once), a larger ``D`` bounds it by the ratio (a point loop inside its
+    tile loop runs the tile); outer point loops of one iterator each fix that iterator, leaving the range of the
+    rest. Exact for tilings, interchanges and splits of a box; an upper bound elsewhere (a skewed loop's trip at
+    its widest entry), the extent where the row is not known."""
+    out: list[float] = []
+    outer: list[tuple[tuple[int, ...], float]] = []  # (a, D) of the levels outside
+    fixed: set[int] = set()
+    for extent, coef in levels:
+        trip = math.log2(extent) if extent > 0 else 0.0
+        c = np.asarray(coef, float)
+        nz = np.flatnonzero(np.abs(c) > 1e-9)
+        scaled = c / np.abs(c[nz]).min() if len(nz) else c
+        if len(nz) and np.allclose(scaled, np.round(scaled), atol=1e-6):
+            a, size = tuple(int(x) for x in np.round(scaled)), 1 / np.abs(c[nz]).min()
+            minus = tuple(-x for x in a)
+            for b, outer_size in outer:
+                if b in (a, minus):
+                    ratio = outer_size / size
+                    trip = 0.0 if ratio < 1 + 1e-9 else min(trip, math.log2(math.ceil(ratio - 1e-9)))
+            if box is not None and fixed.intersection(nz.tolist()):
+                span = sum(abs(a[k]) * (box[k][1] - box[k][0]) for k in nz if k not in fixed)
+                trip = min(trip, math.log2(math.ceil(span / size - 1e-9) + 1))
+            outer.append((a, size))
+            if len(nz) == 1 and abs(size - 1) < 1e-9:
+                fixed.add(int(nz[0]))
+        out.append(max(trip, 0.0))
+    return tuple(out)
 
 
 def _bound(v: isl.Val) -> float:
@@ -144,17 +191,18 @@ def hidden_levels(placements: tuple[Placement | None, ...]) -> tuple[tuple[tuple
     return tuple(out)
 
 
-#: the fields of a computation vector that ``nest_fields`` reads: per level its extent, parallel and tiled tags
-#: and tile size, then the number of levels
-_READ = np.array([d * L.LEVEL_SIZE + _LF[f] for d in range(L.MAX_DEPTH)
-                  for f in ("log2_extent", "parallel", "tiled", "log2_tiled_size")]
-                 + [L.FIELDS_AT + L.COMP_INDEX["n_levels"]])
+#: the fields of a computation vector that ``nest_fields`` reads: per level its extent, parallel and tiled tags,
+#: tile size and vector tag, then each level's real trip, then the number of levels
+_PER_LEVEL = ("log2_extent", "parallel", "tiled", "log2_tiled_size", "vector")
+_READ = np.array([d * L.LEVEL_SIZE + _LF[f] for d in range(L.MAX_DEPTH) for f in _PER_LEVEL]
+                 + [TRIPS_AT + d for d in range(L.MAX_DEPTH)] + [L.FIELDS_AT + L.COMP_INDEX["n_levels"]])
 
 
 def nest_fields(comps: np.ndarray, shape: tuple, placements: tuple[Placement | None, ...]) -> np.ndarray:
-    """(computations, ``TREE_FIELDS``): the nest fields of each computation of a feature tree that the tree
-    tells, ``comps`` its vectors (with their loop tags), ``shape`` its loop tree, ``placements`` each row's
-    schedule (None for a pack's copy), for the loops it sits in without levels of its own (``hidden_levels``)."""
+    """(computations, ``TREE_FIELDS`` then ``KEPT_FIELDS``): the nest fields of each computation of a feature tree
+    that the tree or its loop tags tell, ``comps`` its vectors (with their loop tags), ``shape`` its loop tree,
+    ``placements`` each row's schedule (None for a pack's copy), for the loops it sits in without levels of its
+    own (``hidden_levels``)."""
     read = np.ascontiguousarray(comps[:, _READ])
     return _nest_fields(read.tobytes(), len(comps), shape, placements)
 
@@ -163,10 +211,12 @@ def nest_fields(comps: np.ndarray, shape: tuple, placements: tuple[Placement | N
 def _nest_fields(read: bytes, n: int, shape: tuple, placements: tuple[Placement | None, ...]) -> np.ndarray:
     """``nest_fields`` of the fields ``_READ`` of ``n`` computations (a search's candidates share them)."""
     fields = np.frombuffer(read, np.float32).reshape(n, len(_READ))
-    levels = fields[:, :-1].reshape(n, L.MAX_DEPTH, 4)
+    levels = fields[:, :L.MAX_DEPTH * len(_PER_LEVEL)].reshape(n, L.MAX_DEPTH, len(_PER_LEVEL))
     extent = levels[:, :, 0].tolist()
     trip = _trips(levels[:, :, 0], levels[:, :, 2], levels[:, :, 3]).tolist()
     parallel = (levels[:, :, 1] > 0).tolist()
+    vector = (levels[:, :, 4] > 0).tolist()
+    real = fields[:, L.MAX_DEPTH * len(_PER_LEVEL):-1].tolist()
     depth = fields[:, -1].astype(int).tolist()
     loop_extent = [row[:] for row in extent]
     sharers = [[1] * L.MAX_DEPTH for _ in range(n)]
@@ -183,7 +233,8 @@ def _nest_fields(read: bytes, n: int, shape: tuple, placements: tuple[Placement 
 
     for node in shape:
         walk(node, 0)
-    out = np.zeros((n, len(TREE_FIELDS)), np.float32)
+    out = np.zeros((n, len(TREE_FIELDS) + len(KEPT_FIELDS)), np.float32)
+    kept_at = {f: len(TREE_FIELDS) + j for j, f in enumerate(KEPT_FIELDS)}
     for m, (k, hidden) in enumerate(zip(depth, hidden_levels(placements), strict=True)):
         # guards on its own levels (a loop wider than its range) and on levels it has none of (``hidden_levels``:
         # the host loop's trip idles)
@@ -204,38 +255,64 @@ def _nest_fields(read: bytes, n: int, shape: tuple, placements: tuple[Placement 
             row[_NF["log2_parallel_entries"]] = sum(trip[m][:par])
         row[_NF["inner_sharers"]] = sharers[m][k - 1]
         row[_NF["log2_inner_trip"]] = trip[m][k - 1]
+        kept = [d for d in range(k) if real[m][d] > 1e-6]
+        row[kept_at["dropped_levels"]] = k - len(kept)
+        par = next((d for d in kept if parallel[m][d]), None)
+        if par is not None:
+            row[kept_at["kept_parallel"]] = 1
+            row[kept_at["log2_kept_parallel_entries"]] = sum(real[m][:par])
+        row[kept_at["kept_vector"]] = any(vector[m][d] for d in kept)
+        row[kept_at["log2_kept_inner_trip"]] = real[m][kept[-1]] if kept else 0.0
     out.flags.writeable = False
     return out
 
 
+def _touched(depends: np.ndarray, trip: np.ndarray, element: int) -> np.ndarray:
+    """(MAX_DEPTH,): log2 of the bytes the accesses (rows of ``depends``, over the loops) touch in one run of the
+    innermost 1, 2, ... of those loops (log2 trips ``trip``); past their number, all of them."""
+    out = np.zeros(L.MAX_DEPTH, np.float32)
+    n = len(trip)
+    if not depends.shape[0]:
+        return out
+    inner = np.cumsum((depends * trip)[:, ::-1], axis=1)                                   # innermost k levels
+    touched = np.log2(np.exp2(np.concatenate([np.zeros((len(inner), 1)), inner], axis=1)).sum(0) * element)
+    out[:n] = touched[1:]
+    out[n:] = touched[-1]
+    return out
+
+
 @functools.lru_cache(maxsize=16384)
-def footprint(vec: bytes) -> np.ndarray:
-    """The footprint fields of a computation vector's first ``NEST_AT`` fields (its bytes: a cache key)."""
+def footprint(vec: bytes, real: bytes) -> np.ndarray:
+    """(2 MAX_DEPTH,): the footprint fields of a computation vector from its first ``NEST_AT`` fields (``vec``,
+    its bytes: a cache key) and its real trips (``real``, ``level_trips``): over its levels with the trips the
+    nest fields read, then over the levels the code keeps with their real trips."""
     v = np.frombuffer(vec, np.float32)
     n = int(v[L.FIELDS_AT + L.COMP_INDEX["n_levels"]])
-    out = np.zeros(L.MAX_DEPTH, np.float32)
+    out = np.zeros(2 * L.MAX_DEPTH, np.float32)
     if n == 0:
         return out
     levels = v[:L.ACCESSES_AT].reshape(L.MAX_DEPTH, L.LEVEL_SIZE)[:n]
     trip = _trips(levels[:, _LF["log2_extent"]], levels[:, _LF["tiled"]], levels[:, _LF["log2_tiled_size"]])
+    real_trip = np.frombuffer(real, np.float32)[:n]
     support = levels[:, _COEF:_COEF + L.MAX_ITERS] != 0                                   # (levels, iters)
     acc = v[L.ACCESSES_AT:L.FIELDS_AT].reshape(L.MAX_ACCESSES, L.ACCESS_SIZE)
     acc = acc[acc[:, L.ACCESS_INDEX["present"]] > 0]
     reads = (acc[:, _MATRIX:].reshape(len(acc), L.MAX_RANK, L.MAX_ITERS + 1)[:, :, :L.MAX_ITERS] != 0).any(1)
     depends = (reads.astype(np.int32) @ support.T.astype(np.int32)) > 0                  # (accesses, levels)
-    inner = np.cumsum((depends * trip)[:, ::-1], axis=1)                                   # innermost k levels
     element = next((ELEMENT_BYTES[t] for t in _DTYPES if v[L.FIELDS_AT + L.COMP_INDEX[t]]), 4)
-    touched = np.log2(np.exp2(inner).sum(0) * element) if len(acc) else np.zeros(n)
-    out[:n] = touched
-    out[n:] = touched[-1]
+    kept = real_trip > 1e-6
+    out[:L.MAX_DEPTH] = _touched(depends, trip, element)
+    out[L.MAX_DEPTH:] = _touched(depends[:, kept], real_trip[kept], element)
     out.flags.writeable = False
     return out
 
 
 def footprint_fields(comps: np.ndarray) -> np.ndarray:
-    """(computations, MAX_DEPTH): log2 of the bytes each computation's accesses touch in one run of its
-    innermost 1, 2, ... loops, from its vectors (with their loop tags)."""
-    return np.stack([footprint(c[:L.NEST_AT].tobytes()) for c in comps])
+    """(computations, 2 MAX_DEPTH): log2 of the bytes each computation's accesses touch in one run of its
+    innermost 1, 2, ... loops, from its vectors (with their loop tags): over its levels (``log2_bytes_inner``),
+    then over the levels the code keeps (``log2_kept_bytes_inner``)."""
+    return np.stack([footprint(c[:L.NEST_AT].tobytes(), c[TRIPS_AT:TRIPS_AT + L.MAX_DEPTH].tobytes())
+                     for c in comps])
 
 
 def clear_caches() -> None:

@@ -22,6 +22,7 @@ from ..ir.packing import Box, read_box
 from ..ir.state import CompSchedule, LoopTag, ProgramState
 from . import layout as L
 from .layout import FeatureLimitError
+from .nest import TRIPS_AT
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
 _ROLES = ("buffer_is_input", "buffer_is_output", "buffer_is_temp")
@@ -55,11 +56,12 @@ def _reading_copy(vec: np.ndarray, state: ProgramState, cs: CompSchedule, tag: L
     return vec
 
 
-def _copy(outer: np.ndarray, tag: LoopTag, state: ProgramState, extents: tuple[int, ...]) -> np.ndarray:
-    """The copy's vector: the level blocks ``outer`` of the loops around the pack's loop (their coefficients
-    dropped: the copy's iterators are the box's), a level per dimension of the box, the copy's write and
-    the buffer's read."""
-    rank, depth = len(extents), len(outer) // L.LEVEL_SIZE + len(extents)
+def _copy(reader: np.ndarray, q: int, tag: LoopTag, state: ProgramState, extents: tuple[int, ...]) -> np.ndarray:
+    """The copy's vector: the level blocks of the ``q`` loops of ``reader`` (the first computation that reads the
+    copy) around the pack's loop, with their real trips (their coefficients dropped: the copy's iterators are the
+    box's), a level per dimension of the box, the copy's write and the buffer's read."""
+    outer = reader[:q * L.LEVEL_SIZE]
+    rank, depth = len(extents), q + len(extents)
     if depth > L.MAX_DEPTH:
         raise FeatureLimitError(f"{state.program.name}: the copy of {tag.buffer!r} at loop {tag.loop!r} has "
                                 f"{depth} loop levels; the features allow {L.MAX_DEPTH}")
@@ -74,6 +76,8 @@ def _copy(outer: np.ndarray, tag: LoopTag, state: ProgramState, extents: tuple[i
         vec[at + _LF["present"]] = 1
         vec[at + _LF["log2_extent"]] = math.log2(extent)
         vec[at + coef + d] = 1
+    vec[TRIPS_AT:TRIPS_AT + q] = reader[TRIPS_AT:TRIPS_AT + q]
+    vec[TRIPS_AT + q:TRIPS_AT + depth] = [math.log2(e) for e in extents]
     buffer = state.program.buffer(tag.buffer)
     for a, (role, size) in enumerate((("buffer_is_temp", math.prod(extents)), (f"buffer_is_{buffer.role}",
                                                                               buffer.size))):
@@ -115,7 +119,7 @@ def with_packs(state: ProgramState, comps: list[CompSchedule], vecs: list[np.nda
         q = next(d for d, (_, name) in enumerate(paths[readers[0]]) if name == tag.loop)
         at = paths[readers[0]][:q + 1]  # the loop, as the first reader's path reaches it
         path = paths[readers[0]][:q] + tuple((-1, f"{tag.loop}/K({tag.buffer})/{d}") for d in range(len(extents)))
-        copies.append((at, _copy(vecs[readers[0]][:q * L.LEVEL_SIZE], tag, state, extents), path))
+        copies.append((at, _copy(vecs[readers[0]], q, tag, state, extents), path))
     for at, vec, path in copies:  # each before the first computation inside its loop, after earlier copies
         k = next(k for k, p in enumerate(paths) if p[:len(at)] == at)
         vecs.insert(k, vec)
