@@ -1,15 +1,18 @@
-"""The nest block of the features (layouts 5 and 6): guards, parallel entries and carried dependences, against
-what the generated code of known schedules does."""
+"""The nest block of the features (layouts 5 to 7): guards, parallel entries, carried dependences and the loops
+the code keeps, against what the generated code of known schedules does."""
 
 import math
+import random
 import re
 
+import islpy as isl
 import pytest
 
-from loopcost.codegen.c_source import kernel_c
+from loopcost.codegen.c_source import ast_of, kernel_c
 from loopcost.features import layout as L
 from loopcost.features.extract import featurize
-from loopcost.features.nest import dependence_fields, distance_boxes, hidden_levels
+from loopcost.features.nest import dependence_fields, distance_boxes, hidden_levels, level_trips
+from loopcost.generator.schedules import random_schedules
 from loopcost.kernels import KERNELS
 from loopcost.transforms.schedule import Schedule
 
@@ -109,3 +112,78 @@ def test_footprints_count_each_access_over_the_loops_it_reads():
     tiled = featurize(Schedule.parse("T3(i,j,k,32,32,32)").apply(p)).comps[1, at:at + L.MAX_DEPTH]
     assert tiled[0] == pytest.approx(math.log2(8 * (1 + 32 + 32)), abs=1e-4)  # a run of k is one tile's
     assert tiled[2] < expected[2] < tiled[5] + 1e-4  # one tile touches less than the whole; every tile, all
+
+
+def _loop_depths(node: isl.AstNode, depth: int, out: dict[str, int]) -> dict[str, int]:
+    """Per statement of an isl AST, the most ``for`` loops around one of its occurrences."""
+    t = node.get_type()
+    if t == isl.ast_node_type.for_:
+        _loop_depths(node.for_get_body(), depth + 1, out)
+    elif t == isl.ast_node_type.if_:
+        _loop_depths(node.if_get_then_node(), depth, out)
+        if node.if_has_else_node():
+            _loop_depths(node.if_get_else_node(), depth, out)
+    elif t == isl.ast_node_type.block:
+        children = node.block_get_children()
+        for k in range(children.n_ast_node()):
+            _loop_depths(children.get_at(k), depth, out)
+    elif t == isl.ast_node_type.mark:
+        _loop_depths(node.mark_get_node(), depth, out)
+    elif t == isl.ast_node_type.user:
+        name = node.user_get_expr().get_op_arg(0).get_id().get_name()
+        out[name] = max(out.get(name, 0), depth)
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["gemm", "2mm", "jacobi-2d", "fdtd-2d", "doitgen"])
+def test_the_kept_levels_are_the_loops_of_the_generated_code(kernel):
+    """On random schedules of bench-scale kernels, each computation's levels of a real trip above one are the
+    loops isl's AST puts around it (computations under no guard, whose loops are their own): the levels the
+    features say run once per entry are those the code drops."""
+    p = KERNELS[kernel].program("bench")
+    compared = dropped = 0
+    for _, state in random_schedules(p, 12, random.Random(3)):
+        if any(t.kind == "pack" for t in state.tags):
+            continue
+        comps = featurize(state).comps
+        nest = comps[:, L.NEST_AT:]
+        if (nest[:, L.NEST_INDEX["guarded_levels"]] > 0).any():
+            continue
+        levels = comps[:, L.FIELDS_AT + L.COMP_INDEX["n_levels"]]
+        kept = levels - nest[:, L.NEST_INDEX["dropped_levels"]]
+        assert sorted(kept.astype(int).tolist()) == sorted(_loop_depths(ast_of(state), 0, {}).values())
+        compared += 1
+        dropped += int((nest[:, L.NEST_INDEX["dropped_levels"]] > 0).any())
+    assert compared >= 6 and dropped >= 1, (compared, dropped)
+
+
+def test_a_tile_loop_inside_its_point_loop_runs_once_and_loses_its_tags():
+    """gemm (bench: ni 1000, nj 1100, nk 1200) tiled, then its k tile loop swapped with the i tile loop: i's tile
+    loop sits inside i and runs once, so isl drops it with its parallel tag (the code has no parallel loop); k
+    runs its whole range outside, and a parallel j inside is entered once per k, j tile and i."""
+    p = KERNELS["gemm"].program("bench")
+    text = "T3(i,j,k,32,64,8) I(i_t,k)"
+    state = Schedule.parse(f"{text} P(i_t)").apply(p)
+    _, update = nest(p, f"{text} P(i_t)")
+    assert "omp parallel" not in kernel_c(state)
+    assert update["parallel"] == 1 and update["kept_parallel"] == 0 and update["dropped_levels"] == 2
+    trips = [update[f"log2_trip_level{d}"] for d in range(6)]  # k, j_t, k_t, i, j, i_t
+    expected = [math.log2(1200), math.log2(18), 0, math.log2(1000), math.log2(64), 0]
+    assert trips == pytest.approx(expected, abs=1e-4)
+    _, update = nest(p, f"{text} P(j)")
+    assert update["kept_parallel"] == 1
+    assert update["log2_kept_parallel_entries"] == pytest.approx(math.log2(1200 * 18 * 1000), abs=1e-4)
+    assert update["log2_parallel_entries"] < update["log2_kept_parallel_entries"] - 4  # tile sizes, not ranges
+
+
+def test_level_trips_of_splits_and_skews():
+    """A split loop's point runs the split's factor, a tile loop inside its point loop once; a skewed level
+    ``i + j`` inside ``i`` runs j's range; without a box, its extent."""
+    box = ((0, 99), (0, 9))
+    split = ((25.0, (0.25, 0.0)), (100.0, (1.0, 0.0)), (10.0, (0.0, 1.0)))
+    assert level_trips(split, box) == pytest.approx((math.log2(25), 2.0, math.log2(10)))
+    swapped = ((100.0, (1.0, 0.0)), (25.0, (0.25, 0.0)))
+    assert level_trips(swapped, box) == pytest.approx((math.log2(100), 0.0))
+    skew = ((100.0, (1.0, 0.0)), (109.0, (1.0, 1.0)))
+    assert level_trips(skew, box) == pytest.approx((math.log2(100), math.log2(10)))
+    assert level_trips(skew, None) == pytest.approx((math.log2(100), math.log2(109)))
