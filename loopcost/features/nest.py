@@ -79,22 +79,22 @@ def level_trips(levels: tuple[tuple[float, tuple[float, ...]], ...],
     fixed: set[int] = set()
     for extent, coef in levels:
         trip = math.log2(extent) if extent > 0 else 0.0
-        c = np.asarray(coef, float)
-        nz = np.flatnonzero(np.abs(c) > 1e-9)
-        scaled = c / np.abs(c[nz]).min() if len(nz) else c
-        if len(nz) and np.allclose(scaled, np.round(scaled), atol=1e-6):
-            a, size = tuple(int(x) for x in np.round(scaled)), 1 / np.abs(c[nz]).min()
+        nz = [k for k, x in enumerate(coef) if abs(x) > 1e-9]
+        least = min((abs(coef[k]) for k in nz), default=1.0)
+        scaled = [x / least for x in coef]
+        if nz and all(abs(x - round(x)) < 1e-6 for x in scaled):
+            a, size = tuple(round(x) for x in scaled), 1 / least
             minus = tuple(-x for x in a)
             for b, outer_size in outer:
                 if b in (a, minus):
                     ratio = outer_size / size
                     trip = 0.0 if ratio < 1 + 1e-9 else min(trip, math.log2(math.ceil(ratio - 1e-9)))
-            if box is not None and fixed.intersection(nz.tolist()):
+            if box is not None and fixed.intersection(nz):
                 span = sum(abs(a[k]) * (box[k][1] - box[k][0]) for k in nz if k not in fixed)
                 trip = min(trip, math.log2(math.ceil(span / size - 1e-9) + 1))
             outer.append((a, size))
             if len(nz) == 1 and abs(size - 1) < 1e-9:
-                fixed.add(int(nz[0]))
+                fixed.add(nz[0])
         out.append(max(trip, 0.0))
     return tuple(out)
 
