@@ -12,7 +12,7 @@ A computation vector is the concatenation of
   a direction in the original iterators, applied to the access and its
   buffer's row-major layout;
 - ``COMP_FIELDS``: operation counts, reduction, dtype, sizes;
-- ``NEST_FIELDS`` (layout 5, see ``features.nest``): the generated nest around the computation (guards,
+- ``NEST_FIELDS`` (layouts 5 to 7, see ``features.nest``): the generated nest around the computation (guards,
   parallel entries, loops shared), the dependences its loops carry and the bytes its inner loops touch.
 
 A loop vector is one level block of the first computation inside the loop.

@@ -1,4 +1,4 @@
-"""The nest block of a computation vector (layouts 5 and 6): what the generated loop nest does around it.
+"""The nest block of a computation vector (layouts 5 to 7): what the generated loop nest does around it.
 
 Three things decide a schedule's speed that the level and access blocks leave for the network to infer, and
 that it does not learn from a few thousand programs (issue 22: fused or tiled computations whose guards sit in a hot
