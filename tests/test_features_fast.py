@@ -1,6 +1,6 @@
 """Fast featurizing gives exactly isl's features.
 
-Levels read from their text (``loopcost.features.quasi``) against isl's reading of the same text, and
+Levels read from their text (``loopcost.ir.quasi``) against isl's reading of the same text, and
 features computed along chains of schedules with warm caches against the same states featurized from
 scratch with isl alone.
 """
@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopcost.features import extract, quasi
+from loopcost.features import extract
 from loopcost.features.extract import FeatureLimitError, featurize
 from loopcost.generator.programs import generate_programs
+from loopcost.ir import quasi
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
 from loopcost.transforms.space import random_step

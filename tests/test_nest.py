@@ -11,8 +11,9 @@ import pytest
 from loopcost.codegen.c_source import ast_of, kernel_c
 from loopcost.features import layout as L
 from loopcost.features.extract import featurize
-from loopcost.features.nest import dependence_fields, distance_boxes, hidden_levels, level_trips
+from loopcost.features.nest import dependence_fields, distance_boxes, hidden_levels
 from loopcost.generator.schedules import random_schedules
+from loopcost.ir.trips import level_trips
 from loopcost.kernels import KERNELS
 from loopcost.transforms.schedule import Schedule
 

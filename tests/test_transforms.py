@@ -5,7 +5,8 @@ import re
 import pytest
 
 from loopcost.errors import IllegalScheduleError, ScheduleError
-from loopcost.ir.state import ProgramState
+from loopcost.ir.state import CODE_TAGS, ProgramState
+from loopcost.ir.trips import single_trip_loops
 from loopcost.kernels import KERNELS
 from loopcost.transforms.schedule import Schedule
 from loopcost.transforms.space import KINDS, SpaceOptions, candidates, proposals
@@ -231,3 +232,40 @@ def test_scalar_replacement_refuses_elements_that_may_alias():
     st = Schedule.parse("J(i,2) J(j,2)").apply(p.build())
     assert "lc_r" not in kernel_c(st)
     assert measure_one(st).verified
+
+
+def test_no_code_tag_is_proposed_on_a_tile_loop_inside_its_point_loop():
+    """gemm tiled, then its k tile loop swapped with i's: i's and k's tile loops run once per entry (isl prints no
+    loop for them), so the space tags neither; the loops around and inside them it does."""
+    st = Schedule.parse("T3(i,j,k,32,64,8) I(i_t,k)").apply(ProgramState.initial(KERNELS["gemm"].program("bench")))
+    assert single_trip_loops(st) == {"i_t", "k_t"}
+    strs = {str(t) for t in proposals(st)}
+    assert {"P(k)", "P(j_t)", "J(i,2)", "V(j,8)"} <= strs
+    assert not any(re.fullmatch(r"[PUVJ]\((i_t|k_t)(,\d+)?\)", s) for s in strs)
+    jam = Schedule.parse("J(j,2) I(i,j)").apply(ProgramState.initial(KERNELS["gemm"].program("bench")))
+    assert single_trip_loops(jam) == {"j_r"} and "P(j_r)" not in {str(t) for t in proposals(jam)}
+
+
+@pytest.mark.parametrize("kernel", ["gemm", "conv2d", "heat-3d"])
+def test_a_tag_on_a_single_trip_loop_leaves_the_code_as_it_was(kernel):
+    """Along random tilings, jams and interchanges of a bench-scale kernel: an unroll tag on each loop that
+    ``single_trip_loops`` names prints the same C (the code has no loop there), so the space loses nothing by
+    proposing none; the same tag on a loop around a computation's innermost statement changes the C."""
+    import random
+
+    from loopcost.codegen.c_source import kernel_c
+    from loopcost.generator.schedules import random_schedules
+    from loopcost.transforms.tags import Unroll
+
+    p = KERNELS[kernel].program("bench")
+    single = 0
+    for text, state in random_schedules(p, 20, random.Random(5), SpaceOptions(kinds=("tile", "jam", "interchange"))):
+        base = kernel_c(state)
+        once = single_trip_loops(state)
+        for loop in sorted(lp for lp in once if not any(state.tag_of(lp, k) for k in CODE_TAGS)):
+            assert kernel_c(Unroll(loop, 2).transformed(state)) == base, (str(text), loop)
+        single += len(once)
+        inner = next((cs.real_loops[-1] for cs in state.comps if cs.real_loops[-1] not in once), None)
+        if inner and not any(state.tag_of(inner, k) for k in CODE_TAGS):
+            assert kernel_c(Unroll(inner, 2).transformed(state)) != base, (str(text), inner)
+    assert single >= 4, single

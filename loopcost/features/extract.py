@@ -21,14 +21,16 @@ from fractions import Fraction
 import islpy as isl
 import numpy as np
 
+from ..ir import quasi
 from ..ir.expr import BinOp, Call, Const, reads, walk
 from ..ir.polyhedral import domain_str, points
-from ..ir.program import Computation, Loop, Program
+from ..ir.program import Program
 from ..ir.state import LoopTag, ProgramState
+from ..ir.trips import box_of, level_trips
 from . import layout as L
-from . import nest, quasi
+from . import nest
 from .layout import FeatureLimitError
-from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, level_trips, nest_fields
+from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, nest_fields
 from .packs import with_packs
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
@@ -169,13 +171,6 @@ class _Comp:
     boxes: Boxes                # its self-dependences' distance boxes (``nest.distance_boxes``)
 
 
-def _box(c: Computation, loops: tuple[Loop, ...]) -> tuple[tuple[int, int], ...] | None:
-    """Each loop's inclusive bounds when the domain is a non-empty box (constant bounds, no guards)."""
-    if c.guards or any(lp.lower.terms or lp.upper.terms or lp.lower.const >= lp.upper.const for lp in loops):
-        return None
-    return tuple((lp.lower.const, lp.upper.const - 1) for lp in loops)
-
-
 #: per live program object (by id, so that a program is not hashed per schedule): its computations
 _PROGRAMS: dict[int, tuple[weakref.ref, dict[str, _Comp]]] = {}
 
@@ -191,7 +186,7 @@ def _comps_of(p: Program) -> dict[str, _Comp]:
     for c, loops in p.walk_computations():
         acc, fields, _, address = part[c.name]
         out[c.name] = _Comp(p.name, c.name, domain_str(c, loops), {lp.name: k for k, lp in enumerate(loops)},
-                            _box(c, loops), acc, fields, address, boxes.get(c.name, ()))
+                            box_of(c, loops), acc, fields, address, boxes.get(c.name, ()))
     key = id(p)
     _PROGRAMS[key] = (weakref.ref(p, lambda _: _PROGRAMS.pop(key, None)), out)
     return out

@@ -64,41 +64,6 @@ def _trips(extent: np.ndarray, tiled: np.ndarray, tile_size: np.ndarray) -> np.n
     return np.where(tiled > 0, tile_size, extent)
 
 
-def level_trips(levels: tuple[tuple[float, tuple[float, ...]], ...],
-                box: tuple[tuple[int, int], ...] | None) -> tuple[float, ...]:
-    """log2 of the iterations each loop level runs per entry, from each real level's (extent over the domain,
-    row of coefficients over the original iterators), outermost first, and each iterator's inclusive bounds
-    (``box``; None where the domain is not a box). A level's value is ``floor(a . x / D)``, ``a`` its row scaled
-    to whole numbers (the smallest 1): an outer level of the same ``a`` (up to sign) and no larger ``D`` fixes it
-    (a tile loop inside its point loop runs once), a larger ``D`` bounds it by the ratio (a point loop inside its
-    tile loop runs the tile); outer point loops of one iterator each fix that iterator, leaving the range of the
-    rest. Exact for tilings, interchanges and splits of a box; an upper bound elsewhere (a skewed loop's trip at
-    its widest entry), the extent where the row is not known."""
-    out: list[float] = []
-    outer: list[tuple[tuple[int, ...], float]] = []  # (a, D) of the levels outside
-    fixed: set[int] = set()
-    for extent, coef in levels:
-        trip = math.log2(extent) if extent > 0 else 0.0
-        nz = [k for k, x in enumerate(coef) if abs(x) > 1e-9]
-        least = min((abs(coef[k]) for k in nz), default=1.0)
-        scaled = [x / least for x in coef]
-        if nz and all(abs(x - round(x)) < 1e-6 for x in scaled):
-            a, size = tuple(round(x) for x in scaled), 1 / least
-            minus = tuple(-x for x in a)
-            for b, outer_size in outer:
-                if b in (a, minus):
-                    ratio = outer_size / size
-                    trip = 0.0 if ratio < 1 + 1e-9 else min(trip, math.log2(math.ceil(ratio - 1e-9)))
-            if box is not None and fixed.intersection(nz):
-                span = sum(abs(a[k]) * (box[k][1] - box[k][0]) for k in nz if k not in fixed)
-                trip = min(trip, math.log2(math.ceil(span / size - 1e-9) + 1))
-            outer.append((a, size))
-            if len(nz) == 1 and abs(size - 1) < 1e-9:
-                fixed.add(nz[0])
-        out.append(max(trip, 0.0))
-    return tuple(out)
-
-
 def _bound(v: isl.Val) -> float:
     if v.is_infty():
         return math.inf

@@ -21,9 +21,9 @@ import math
 from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
-from ..features.quasi import unwrap
 from ..ir.packing import pack_scale, read_box, vector_copies
 from ..ir.polyhedral import domain_str, points
+from ..ir.quasi import unwrap
 from ..ir.state import ProgramState
 from ..transforms.jam import UnrollJam
 from ..transforms.packing import Pack

@@ -13,9 +13,9 @@ its refinement (register blocks, neighbors) builds on them where they measure fa
 from __future__ import annotations
 
 from ..errors import ScheduleError
-from ..features.quasi import unwrap
 from ..ir.affine import Affine
 from ..ir.packing import ELEMENT_BYTES
+from ..ir.quasi import unwrap
 from ..ir.state import ProgramState
 from ..transforms.base import Transformation
 from ..transforms.fusion import Fuse

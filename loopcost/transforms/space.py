@@ -4,7 +4,8 @@
 ``moves`` applies them and says which results are already known to be legal, so that beam search can
 score first and check only what it keeps; ``random_step`` draws one step at random, a kind first (the
 schedule generator and MCTS rollouts). ``candidates`` keeps only the legal moves. Nothing else decides
-what a search or the generator may try.
+what a search or the generator may try. No code tag is proposed on a loop that runs one iteration per entry
+(``ir.trips``): the code has no loop there, so the tag would only make a second name for the same code.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
 from ..ir.state import CODE_TAGS, ProgramState
+from ..ir.trips import single_trip_loops
 from .base import Transformation
 from .fusion import Fuse, shared_depth
 from .jam import UnrollJam
@@ -147,17 +149,19 @@ def proposals(state: ProgramState, opts: SpaceOptions = SpaceOptions()) -> list[
         for n in (2, 3):
             for w in _windows(state, n):
                 out += [Tile(w, sizes) for sizes in itertools.product(opts.tile_sizes, repeat=n)]
+    # a code tag on a loop of one iteration per entry changes nothing: the code has no loop there
+    once = single_trip_loops(state) if kinds & {"parallelize", "vectorize", "unroll", "jam"} else frozenset()
     if "parallelize" in kinds:
         out += [Parallelize(lp) for lp in state.loop_names()
-                if not _parallel_nest(state, lp) and not _code_tagged(state, lp)]
-    inner = _innermost(state)
-    inner = [lp for lp in inner if not _code_tagged(state, lp)]
+                if lp not in once and not _parallel_nest(state, lp) and not _code_tagged(state, lp)]
+    inner = [lp for lp in _innermost(state) if lp not in once and not _code_tagged(state, lp)]
     if "vectorize" in kinds:
         out += [Vectorize(lp, w) for lp in inner for w in opts.vector_widths]
     if "unroll" in kinds:
         out += [Unroll(lp, f) for lp in inner for f in opts.unroll_factors]
     if "jam" in kinds:
-        out += [UnrollJam(lp, f) for lp in _outer(state) if not _code_tagged(state, lp) for f in opts.jam_factors]
+        out += [UnrollJam(lp, f) for lp in _outer(state) if lp not in once and not _code_tagged(state, lp)
+                for f in opts.jam_factors]
     if "pack" in kinds:
         out += [Pack(b, lp) for lp in _outer(state) for b in _packable(state, lp)]
     return out
