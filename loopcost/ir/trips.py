@@ -30,7 +30,7 @@ def box_of(c: Computation, loops: tuple[Loop, ...]) -> Box | None:
 
 
 def level_trips(levels: tuple[tuple[float, tuple[float, ...]], ...],
-                box: tuple[tuple[int, int], ...] | None) -> tuple[float, ...]:
+                box: Box | None) -> tuple[float, ...]:
     """log2 of the iterations each loop level runs per entry, from each real level's (extent over the domain,
     row of coefficients over the original iterators), outermost first, and each iterator's inclusive bounds
     (``box``; None where the domain is not a box). A level's value is ``floor(a . x / D)``, ``a`` its row scaled
