@@ -403,3 +403,30 @@ def test_two_adaptive_optimizes_at_once_and_one_killed_mid_search_lose_nothing(t
         assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= stored + 3
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and json.loads(again.stdout)["reused"] >= 3, again.stderr[-2000:]
+
+
+def test_a_column_another_process_added_first_is_not_added_twice(tmp_path):
+    """Two processes opening one new store both read its tables before either adds the newer columns: the
+    second to add one finds it there (sqlite: "duplicate column name") and goes on."""
+    store = Store(tmp_path / "m.sqlite")
+
+    class StaleColumns:
+        """The connection as the slower process saw it: no table had the newer columns yet."""
+
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *args):
+            return iter(()) if sql.startswith("PRAGMA table_info") else self.db.execute(sql, *args)
+
+        def __enter__(self):
+            return self.db.__enter__()
+
+        def __exit__(self, *exc):
+            return self.db.__exit__(*exc)
+
+    real, store.db = store.db, StaleColumns(store.db)
+    store._add_columns()
+    store.db = real
+    assert "censored" in {r[1] for r in real.execute("PRAGMA table_info(measurements)")}
+    store.close()

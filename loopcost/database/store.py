@@ -170,8 +170,12 @@ class Store:
         for table, column, decl in ADDED_COLUMNS:
             have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
             if column not in have:
-                with self.db:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+                try:
+                    with self.db:
+                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+                except sqlite3.OperationalError as e:  # another process opening the same new file added it first
+                    if "duplicate column name" not in str(e):
+                        raise
 
     # ---- meta -------------------------------------------------------------
     def meta(self, key: str) -> str | None:
