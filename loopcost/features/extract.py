@@ -201,11 +201,8 @@ def _level_without_isl(comp: _Comp, expr: str) -> tuple[float, tuple[float, ...]
 @functools.lru_cache(maxsize=65536)
 def _level_of_text(comp: _Comp, expr: str) -> tuple[float, tuple[float, ...]] | None:
     """``_level_without_isl`` of a text without redundant parentheses (shared by more schedules)."""
-    q = quasi.parse(expr, comp.index)
-    if q is None:
-        return None
-    extent, coef = quasi.extent(q, comp.box), quasi.coefficients(q)
-    return None if extent is None or coef is None else (extent, coef)
+    read = quasi.read(expr, comp.index, comp.box)
+    return None if read is None or read[0] is None else read
 
 
 def _read_level(comp: _Comp, expr: str) -> tuple[float, tuple[float, ...]]:

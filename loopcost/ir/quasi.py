@@ -196,3 +196,15 @@ def coefficients(q: Quasi) -> tuple[float, ...] | None:
                     return None
                 out[k] += c * n / d
     return tuple(out)
+
+
+def read(text: str, index: dict[str, int], box: tuple[tuple[int, int], ...] | None
+         ) -> tuple[float | None, tuple[float, ...]] | None:
+    """The level ``text`` over iterators ``index``: (its extent over ``box``, None where there is no box or
+    ``extent`` cannot tell; its ``coefficients``), or None where the text is outside the grammar or its
+    coefficients could differ from isl's."""
+    q = parse(text, index)
+    coef = None if q is None else coefficients(q)
+    if coef is None:
+        return None
+    return (None if box is None else extent(q, box)), coef

@@ -76,11 +76,10 @@ def _single_trip_levels(cs: CompSchedule, index: tuple[str, ...], box: Box | Non
     for name, text in zip(cs.loops, cs.levels, strict=True):
         if name is None:
             continue
-        q = quasi.parse(quasi.unwrap(text), at)
-        coef = None if q is None else quasi.coefficients(q)
-        if coef is None:
+        read = quasi.read(quasi.unwrap(text), at, box)
+        if read is None:
             return frozenset()
-        extent = quasi.extent(q, box) if box is not None else None
+        extent, coef = read
         levels.append((_UNKNOWN_EXTENT if extent is None else extent, coef))
         names.append(name)
     return frozenset(n for n, trip in zip(names, level_trips(tuple(levels), box), strict=True) if trip == 0.0)
