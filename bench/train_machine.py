@@ -2,7 +2,7 @@
 
     python bench/train_machine.py --dataset loopcost/data/machines/amd-epyc --work /tmp/train-amd \
         [--seeds 0,1,2] [--archs transformer,lstm] [--export-seeds 2,3,4,5] [--out bench/TRAIN-amd.md] \
-        [--device cuda --jobs 12 --deadline 420]
+        [--pretrain loopcost/data] [--device cuda --jobs 12 --deadline 420]
 
 ``--dataset`` is a folder of ``loopcost/data/machines/`` (its packed ``dataset.sqlite.xz`` and ``heldout/``)
 or a database (then ``--heldout DB`` names the held-out one). For each architecture and seed the script trains
@@ -15,7 +15,11 @@ after an interruption, rerun the same command. Training is CPU work (any machine
 GPU work with ``--device cuda``; ``--jobs N`` trains N networks at once (each in its own process: batching
 feature trees is CPU work, so a GPU is kept busy by several), and ``--deadline S`` stops the networks still
 training S seconds after the start (their checkpoints stay: a rerun resumes them) and scores the pairs that
-are whole. Choosing between the models on the search (``bench/compare_models.py``) needs the CPU kind itself.
+are whole. ``--pretrain DATASET`` (a folder holding a packed ``dataset.sqlite.xz``, the packed file, or a
+database: another CPU's measurements, e.g. the Intel one in ``loopcost/data``) first trains, per architecture
+and seed, a base network on all of that dataset (the MAPE member's loss, ``PRETRAIN_EPOCHS``) and starts both
+networks of the pair from it instead of from random weights. Choosing between the models on the search
+(``bench/compare_models.py``) needs the CPU kind itself.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ START = time.time()
 #: the recipe's two networks: name, loss, ranking weight, epochs. 1.5x the Intel model's 28 and 30 since the
 #: AMD layout-7 pairs (3 seeds, bench/TRAIN-amd.md): Spearman/program +0.013 val, +0.017 test, +0.026 held-out
 MEMBERS = (("mape", "mape", 0.0, 42), ("rank", "mape", 1.0, 45))
+#: epochs of the base network on the ``--pretrain`` dataset: the Intel recipe's MAPE member
+PRETRAIN_EPOCHS = 28
 SPLITS = ("val", "test", "heldout")
 METRICS = (("mape", "MAPE %", "{:.1f}"), ("spearman_per_program_mean", "Spearman/program", "{:.3f}"),
            ("top1_recovery", "top-1", "{:.3f}"))
@@ -52,6 +58,16 @@ def databases(a: argparse.Namespace) -> tuple[Path, Path]:
     if not a.heldout:
         raise SystemExit("--dataset DB needs --heldout DB (a set never trained on)")
     return src, Path(a.heldout)
+
+
+def pretrain_db(src: str) -> Path:
+    """The ``--pretrain`` database: unpacked where ``src`` is a packed one or a folder that holds one."""
+    path = Path(src)
+    if path.is_dir():
+        path = path / "dataset.sqlite.xz"
+    if not path.exists():
+        raise SystemExit(f"--pretrain {src}: no dataset there")
+    return shipped_db(path) if path.suffix == ".xz" else path
 
 
 def exported(db: Path, out: Path, seeds: list[int] | None) -> Path:
@@ -68,17 +84,34 @@ def network(data: Path, db: Path, path: Path, cfg: TrainConfig) -> None:
     train_ensemble(data, path, cfg, db=db)
 
 
-def networks(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace) -> None:
-    """Train every network of the pairs ``runs`` (arch, seed) not trained yet, ``a.jobs`` at once, until
-    ``a.deadline`` seconds after the start (the ones still training then are stopped: their checkpoints stay)."""
+def network_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace,
+                 base: Path | None) -> list[tuple]:
+    """The networks of the pairs ``runs`` (arch, seed) not trained yet, each from its base network where
+    ``base`` (the pretraining export) is given."""
     todo = []
     for arch, seed in runs:
         for name, loss, rank, epochs in MEMBERS:
             path = work / f"{arch}-s{seed}-{name}.pt"
             if not path.exists() and not (work / f"{arch}-s{seed}.pt").exists():
+                init = str(work / f"{arch}-s{seed}-base.pt") if base else ""
                 cfg = TrainConfig(epochs=max(1, round(epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
-                                  seed=seed, threads=a.threads, arch=arch, device=a.device)
+                                  seed=seed, threads=a.threads, arch=arch, device=a.device, init=init)
                 todo.append((data, db, path, cfg))
+    return todo
+
+
+def base_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace) -> list[tuple]:
+    """The base networks (trained on the pretraining export ``data``) of the pairs ``runs`` not trained yet."""
+    _, loss, rank, _ = MEMBERS[0]
+    return [(data, db, work / f"{arch}-s{seed}-base.pt",
+             TrainConfig(epochs=max(1, round(PRETRAIN_EPOCHS * a.epoch_scale)), loss=loss, rank_weight=rank,
+                         seed=seed, threads=a.threads, arch=arch, device=a.device))
+            for arch, seed in runs if not (work / f"{arch}-s{seed}-base.pt").exists()]
+
+
+def networks(todo: list[tuple], a: argparse.Namespace) -> None:
+    """Train the networks ``todo`` (arguments of ``network``), ``a.jobs`` at once, until ``a.deadline`` seconds
+    after the start (the ones still training then are stopped: their checkpoints stay)."""
     ctx = multiprocessing.get_context("spawn")  # a CUDA context does not survive fork
     running: list = []
     end = START + a.deadline if a.deadline else float("inf")
@@ -161,6 +194,8 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds after the start when training stops (0: none); whole pairs are scored")
     ap.add_argument("--epoch-scale", type=float, default=1.0, help="scale the recipe's epochs (a quick trial)")
+    ap.add_argument("--pretrain", help="another dataset (folder, packed file or database) to train each pair's "
+                    "base network on first")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
     work = Path(a.work)
@@ -175,7 +210,15 @@ def main() -> None:
     results = work / "results.jsonl"
     models: dict[str, Path] = {}
     recipes: dict[str, list[str]] = {}
-    networks(data["train"], train_db, work, [(arch, seed) for seed in seeds for arch in archs], a)
+    runs = [(arch, seed) for seed in seeds for arch in archs if not (work / f"{arch}-s{seed}.pt").exists()]
+    base = None
+    if a.pretrain and runs:
+        base_db = pretrain_db(a.pretrain)
+        base = exported(base_db, work / "pretrain.npz", None)
+        networks(base_jobs(base, base_db, work, runs, a), a)
+        if not all((work / f"{arch}-s{seed}-base.pt").exists() for arch, seed in runs):
+            raise SystemExit("the base networks are not all trained yet: rerun to resume their training")
+    networks(network_jobs(data["train"], train_db, work, runs, a, base), a)
     for seed in seeds:
         pairs = [(arch, p) for arch in archs if (p := pair(work, arch, seed)) is not None]
         for arch, p in pairs:

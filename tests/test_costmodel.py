@@ -297,6 +297,8 @@ def test_export_train_resume_and_save(tmp_path, capsys):
     assert np.allclose(tuned.predict(st), CostModel(ens.nets[1]).predict(st), rtol=1e-6)
     assert not np.allclose(tuned.predict(st), CostModel(ens.nets[0]).predict(st), rtol=1e-6)
     assert tuned.card["config"]["init"] == str(tmp_path / "e.pt") and tuned.card["config"]["init_member"] == 1
+    start = tuned.card["initialized_from"]  # the card of what it started from: its data and machines
+    assert start["model"] == str(tmp_path / "e.pt") and start["member"] == 1 and start["data"] == ens.card["data"]
     capsys.readouterr()
     assert main(["train", "--data", str(tmp_path / "all.npz"), "--out", str(tmp_path / "g.pt"), "--epochs", "1",
                  "--threads", "1", "--init", str(tmp_path / "e.pt")]) != 0

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 
 from ..database.store import Store
+from ..paths import card_path
 from .model import CostModel
 
 #: what a card calls each network architecture
@@ -29,7 +31,20 @@ def training_card(data_path: str | Path, runs: list[dict], validation: dict, db:
             "validation": validation, "history": [r["history"] for r in runs] if len(runs) > 1 else runs[0]["history"]}
     if db:
         card["machine"] = machines(db)
+    if config.get("init"):
+        card["initialized_from"] = initial_weights(config["init"], config.get("init_member", 0))
     return card
+
+
+def initial_weights(model_path: str | Path, member: int) -> dict:
+    """What a fine-tuned network started from: network ``member`` of the model at ``model_path``, with the data
+    and machines its card names (a model pretrained on another CPU's dataset says so in its own card)."""
+    out: dict = {"model": str(model_path), "member": member}
+    card = card_path(model_path)
+    if card.exists():
+        doc = json.loads(card.read_text())
+        out.update({k: doc[k] for k in ("trained", "data", "records", "machine", "initialized_from") if k in doc})
+    return out
 
 
 def combine_files(model_paths: list[str], out: str | Path) -> CostModel:

@@ -1,0 +1,50 @@
+"""bench/train_machine.py: a CPU kind's recipe, pretrained on another dataset, trained and scored, resumable."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopcost.dataset.build import build
+from loopcost.dataset.tasks import BuildConfig
+
+from .test_dataset import TINY
+
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "train_machine.py"
+
+
+def _run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.slow
+def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(tmp_path):
+    db = tmp_path / "d.db"  # 16 programs of seed 11: all three splits have programs
+    build(str(db), programs=16, cfg=BuildConfig(seed=11, schedules=4, generator=TINY), workers=1, progress=False,
+          noise_fraction=0.0)
+    work = tmp_path / "w"
+    args = ["--dataset", db, "--heldout", db, "--pretrain", db, "--work", work, "--seeds", "0", "--archs",
+            "transformer", "--epoch-scale", "0.03", "--threads", "1"]
+    r = _run(*args)
+    assert r.returncode == 0, r.stderr
+    base = work / "transformer-s0-base.pt"
+    assert (work / "pretrain.npz").exists() and base.exists()
+    card = json.loads((work / "transformer-s0-base.pt.card.json").read_text())
+    assert card["config"]["init"] == "" and card["config"]["loss"] == "mape" and card["config"]["epochs"] == 1
+    for member, rank in (("mape", 0.0), ("rank", 1.0)):
+        tuned = json.loads((work / f"transformer-s0-{member}.pt.card.json").read_text())
+        assert tuned["config"]["init"] == str(base) and tuned["config"]["rank_weight"] == rank
+        # the card says what the network started from: the base, trained on the pretraining export
+        assert tuned["initialized_from"]["model"] == str(base)
+        assert tuned["initialized_from"]["data"] == str(work / "pretrain.npz") == card["data"]
+    pair = json.loads((work / "transformer-s0.pt.card.json").read_text())
+    assert all(m["initialized_from"]["model"] == str(base) for m in pair["members"])
+    rows = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines()]
+    assert {r["name"] for r in rows if r["model"] == str(work / "transformer-s0.pt")} == {"val", "test", "heldout"}
+    # a rerun finds every network trained and every evaluation made: it trains and evaluates nothing
+    again = _run(*args)
+    assert again.returncode == 0 and "training" not in again.stderr
+    assert len((work / "results.jsonl").read_text().splitlines()) == len(rows)
