@@ -85,15 +85,15 @@ def network(data: Path, db: Path, path: Path, cfg: TrainConfig) -> None:
 
 
 def network_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace,
-                 base: Path | None) -> list[tuple]:
+                 pretrained: bool) -> list[tuple]:
     """The networks of the pairs ``runs`` (arch, seed) not trained yet, each from its base network where
-    ``base`` (the pretraining export) is given."""
+    ``pretrained``."""
     todo = []
     for arch, seed in runs:
         for name, loss, rank, epochs in MEMBERS:
             path = work / f"{arch}-s{seed}-{name}.pt"
             if not path.exists() and not (work / f"{arch}-s{seed}.pt").exists():
-                init = str(work / f"{arch}-s{seed}-base.pt") if base else ""
+                init = str(work / f"{arch}-s{seed}-base.pt") if pretrained else ""
                 cfg = TrainConfig(epochs=max(1, round(epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
                                   seed=seed, threads=a.threads, arch=arch, device=a.device, init=init)
                 todo.append((data, db, path, cfg))
@@ -211,14 +211,13 @@ def main() -> None:
     models: dict[str, Path] = {}
     recipes: dict[str, list[str]] = {}
     runs = [(arch, seed) for seed in seeds for arch in archs if not (work / f"{arch}-s{seed}.pt").exists()]
-    base = None
-    if a.pretrain and runs:
+    pretrained = bool(a.pretrain and runs)
+    if pretrained:
         base_db = pretrain_db(a.pretrain)
-        base = exported(base_db, work / "pretrain.npz", None)
-        networks(base_jobs(base, base_db, work, runs, a), a)
+        networks(base_jobs(exported(base_db, work / "pretrain.npz", None), base_db, work, runs, a), a)
         if not all((work / f"{arch}-s{seed}-base.pt").exists() for arch, seed in runs):
             raise SystemExit("the base networks are not all trained yet: rerun to resume their training")
-    networks(network_jobs(data["train"], train_db, work, runs, a, base), a)
+    networks(network_jobs(data["train"], train_db, work, runs, a, pretrained), a)
     for seed in seeds:
         pairs = [(arch, p) for arch in archs if (p := pair(work, arch, seed)) is not None]
         for arch, p in pairs:
