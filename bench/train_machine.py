@@ -50,24 +50,22 @@ METRICS = (("mape", "MAPE %", "{:.1f}"), ("spearman_per_program_mean", "Spearman
            ("top1_recovery", "top-1", "{:.3f}"))
 
 
+def database(src: Path) -> Path:
+    """The database at ``src``: a folder's packed ``dataset.sqlite.xz`` or a packed file, unpacked; else ``src``."""
+    path = src / "dataset.sqlite.xz" if src.is_dir() else src
+    if not path.exists():
+        raise SystemExit(f"{src}: no dataset there")
+    return shipped_db(path) if path.suffix == ".xz" else path
+
+
 def databases(a: argparse.Namespace) -> tuple[Path, Path]:
     """The training database and the held-out one, unpacked from a machine folder where given one."""
     src = Path(a.dataset)
     if src.is_dir():
-        return shipped_db(src / "dataset.sqlite.xz"), shipped_db(src / "heldout" / "dataset.sqlite.xz")
+        return database(src), database(src / "heldout")
     if not a.heldout:
         raise SystemExit("--dataset DB needs --heldout DB (a set never trained on)")
-    return src, Path(a.heldout)
-
-
-def pretrain_db(src: str) -> Path:
-    """The ``--pretrain`` database: unpacked where ``src`` is a packed one or a folder that holds one."""
-    path = Path(src)
-    if path.is_dir():
-        path = path / "dataset.sqlite.xz"
-    if not path.exists():
-        raise SystemExit(f"--pretrain {src}: no dataset there")
-    return shipped_db(path) if path.suffix == ".xz" else path
+    return database(src), database(Path(a.heldout))
 
 
 def exported(db: Path, out: Path, seeds: list[int] | None) -> Path:
@@ -213,7 +211,7 @@ def main() -> None:
     runs = [(arch, seed) for seed in seeds for arch in archs if not (work / f"{arch}-s{seed}.pt").exists()]
     pretrained = bool(a.pretrain and runs)
     if pretrained:
-        base_db = pretrain_db(a.pretrain)
+        base_db = database(Path(a.pretrain))
         networks(base_jobs(exported(base_db, work / "pretrain.npz", None), base_db, work, runs, a), a)
         if not all((work / f"{arch}-s{seed}-base.pt").exists() for arch, seed in runs):
             raise SystemExit("the base networks are not all trained yet: rerun to resume their training")

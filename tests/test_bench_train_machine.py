@@ -30,6 +30,7 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
             "transformer", "--epoch-scale", "0.03", "--threads", "1"]
     r = _run(*args)
     assert r.returncode == 0, r.stderr
+    assert all(f"training transformer-s0-{n}.pt" in r.stderr for n in ("base", "mape", "rank"))
     base = work / "transformer-s0-base.pt"
     assert (work / "pretrain.npz").exists() and base.exists()
     card = json.loads((work / "transformer-s0-base.pt.card.json").read_text())

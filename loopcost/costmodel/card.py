@@ -32,7 +32,7 @@ def training_card(data_path: str | Path, runs: list[dict], validation: dict, db:
     if db:
         card["machine"] = machines(db)
     if config.get("init"):
-        card["initialized_from"] = initial_weights(config["init"], config.get("init_member", 0))
+        card["initialized_from"] = initial_weights(config["init"], config["init_member"])
     return card
 
 
