@@ -2,7 +2,7 @@
 
     python bench/train_machine.py --dataset loopcost/data/machines/amd-epyc --work /tmp/train-amd \
         [--seeds 0,1,2] [--archs transformer,lstm] [--export-seeds 2,3,4,5] [--out bench/TRAIN-amd.md] \
-        [--pretrain loopcost/data] [--device cuda --jobs 12 --deadline 420]
+        [--pretrain loopcost/data [--pretrain DATASET@2,3,4]] [--device cuda --jobs 12 --deadline 420]
 
 ``--dataset`` is a folder of ``loopcost/data/machines/`` (its packed ``dataset.sqlite.xz`` and ``heldout/``)
 or a database (then ``--heldout DB`` names the held-out one). For each architecture and seed the script trains
@@ -18,8 +18,10 @@ training S seconds after the start (their checkpoints stay: a rerun resumes them
 are whole. ``--pretrain DATASET`` (a folder holding a packed ``dataset.sqlite.xz``, the packed file, or a
 database: another CPU's measurements, e.g. the Intel one in ``loopcost/data``) first trains, per architecture
 and seed, a base network on all of that dataset (the MAPE member's loss, ``PRETRAIN_EPOCHS``) and starts both
-networks of the pair from it instead of from random weights. Choosing between the models on the search
-(``bench/compare_models.py``) needs the CPU kind itself.
+networks of the pair from it instead of from random weights. ``DATASET@2,3,4`` takes only the programs of those
+builds' seeds; given several times, the stages run in order, each base starting from the one before (e.g. the
+Intel dataset, then this CPU's builds left out of training by ``--export-seeds``). Choosing between the models
+on the search (``bench/compare_models.py``) needs the CPU kind itself.
 """
 
 from __future__ import annotations
@@ -83,28 +85,42 @@ def network(data: Path, db: Path, path: Path, cfg: TrainConfig) -> None:
 
 
 def network_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace,
-                 pretrained: bool) -> list[tuple]:
-    """The networks of the pairs ``runs`` (arch, seed) not trained yet, each from its base network where
-    ``pretrained``."""
+                 stages: int) -> list[tuple]:
+    """The networks of the pairs ``runs`` (arch, seed) not trained yet, each from the base network of the last
+    of ``stages`` pretraining stages (from random weights if none)."""
     todo = []
     for arch, seed in runs:
         for name, loss, rank, epochs in MEMBERS:
             path = work / f"{arch}-s{seed}-{name}.pt"
             if not path.exists() and not (work / f"{arch}-s{seed}.pt").exists():
-                init = str(work / f"{arch}-s{seed}-base.pt") if pretrained else ""
+                init = str(base(work, arch, seed, stages - 1)) if stages else ""
                 cfg = TrainConfig(epochs=max(1, round(epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
                                   seed=seed, threads=a.threads, arch=arch, device=a.device, init=init)
                 todo.append((data, db, path, cfg))
     return todo
 
 
-def base_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace) -> list[tuple]:
-    """The base networks (trained on the pretraining export ``data``) of the pairs ``runs`` not trained yet."""
+def pretraining(spec: str) -> tuple[Path, list[int] | None]:
+    """A ``--pretrain`` value, ``DATASET`` or ``DATASET@SEEDS``: its database and the builds' seeds to take."""
+    src, _, seeds = spec.partition("@")
+    return database(Path(src)), [int(s) for s in seeds.split(",")] if seeds else None
+
+
+def base(work: Path, arch: str, seed: int, stage: int) -> Path:
+    """The base network of pretraining stage ``stage`` (0: the first) of the pair ``arch``, ``seed``."""
+    return work / f"{arch}-s{seed}-base{stage or ''}.pt"
+
+
+def base_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: argparse.Namespace,
+              stage: int) -> list[tuple]:
+    """The base networks of pretraining stage ``stage`` (trained on its export ``data``, each from the base of
+    the stage before) of the pairs ``runs`` not trained yet."""
     _, loss, rank, _ = MEMBERS[0]
-    return [(data, db, work / f"{arch}-s{seed}-base.pt",
+    return [(data, db, base(work, arch, seed, stage),
              TrainConfig(epochs=max(1, round(PRETRAIN_EPOCHS * a.epoch_scale)), loss=loss, rank_weight=rank,
-                         seed=seed, threads=a.threads, arch=arch, device=a.device))
-            for arch, seed in runs if not (work / f"{arch}-s{seed}-base.pt").exists()]
+                         seed=seed, threads=a.threads, arch=arch, device=a.device,
+                         init=str(base(work, arch, seed, stage - 1)) if stage else ""))
+            for arch, seed in runs if not base(work, arch, seed, stage).exists()]
 
 
 def networks(todo: list[tuple], a: argparse.Namespace) -> None:
@@ -192,8 +208,9 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds after the start when training stops (0: none); whole pairs are scored")
     ap.add_argument("--epoch-scale", type=float, default=1.0, help="scale the recipe's epochs (a quick trial)")
-    ap.add_argument("--pretrain", help="another dataset (folder, packed file or database) to train each pair's "
-                    "base network on first")
+    ap.add_argument("--pretrain", action="append", default=[],
+                    help="another dataset (folder, packed file or database; DATASET@SEEDS: those builds only) to "
+                    "train each pair's base network on first; several: stages in order")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
     work = Path(a.work)
@@ -209,13 +226,14 @@ def main() -> None:
     models: dict[str, Path] = {}
     recipes: dict[str, list[str]] = {}
     runs = [(arch, seed) for seed in seeds for arch in archs if not (work / f"{arch}-s{seed}.pt").exists()]
-    pretrained = bool(a.pretrain and runs)
-    if pretrained:
-        base_db = database(Path(a.pretrain))
-        networks(base_jobs(exported(base_db, work / "pretrain.npz", None), base_db, work, runs, a), a)
-        if not all((work / f"{arch}-s{seed}-base.pt").exists() for arch, seed in runs):
+    stages = len(a.pretrain) if runs else 0
+    for stage, spec in enumerate(a.pretrain[:stages]):
+        base_db, base_seeds = pretraining(spec)
+        base_data = exported(base_db, work / f"pretrain{stage or ''}.npz", base_seeds)
+        networks(base_jobs(base_data, base_db, work, runs, a, stage), a)
+        if not all(base(work, arch, seed, stage).exists() for arch, seed in runs):
             raise SystemExit("the base networks are not all trained yet: rerun to resume their training")
-    networks(network_jobs(data["train"], train_db, work, runs, a, pretrained), a)
+    networks(network_jobs(data["train"], train_db, work, runs, a, stages), a)
     for seed in seeds:
         pairs = [(arch, p) for arch in archs if (p := pair(work, arch, seed)) is not None]
         for arch, p in pairs:
