@@ -4,24 +4,25 @@
         [--seeds 0,1,2] [--archs transformer,lstm] [--export-seeds 2,3,4,5] [--out bench/TRAIN-amd.md] \
         [--pretrain loopcost/data [--pretrain DATASET@2,3,4]] [--device cuda --jobs 12 --deadline 420]
 
-``--dataset`` is a folder of ``loopcost/data/machines/`` (its packed ``dataset.sqlite.xz`` and ``heldout/``)
-or a database (then ``--heldout DB`` names the held-out one). For each architecture and seed the script trains
-the shipped model's recipe, a pair of networks (one on MAPE, one with the ranking loss), ensembles the pair,
-and scores it on the validation split (where models are chosen), the test split and every record of the held-out
-set (never trained on, never used to choose); then the ensemble of all pairs of one seed (both architectures).
-The table (every model, and the mean and spread over seeds of each recipe) goes to ``--out``; every evaluation
-is a JSON line of ``WORK/results.jsonl``. Each network resumes from its checkpoint and finished work is skipped:
-after an interruption, rerun the same command. Training is CPU work (any machine: it needs no quiet one), or
-GPU work with ``--device cuda``; ``--jobs N`` trains N networks at once (each in its own process: batching
-feature trees is CPU work, so a GPU is kept busy by several), and ``--deadline S`` stops the networks still
-training S seconds after the start (their checkpoints stay: a rerun resumes them) and scores the pairs that
-are whole. ``--pretrain DATASET`` (a folder holding a packed ``dataset.sqlite.xz``, the packed file, or a
-database: another CPU's measurements, e.g. the Intel one in ``loopcost/data``) first trains, per architecture
-and seed, a base network on all of that dataset (the MAPE member's loss, ``PRETRAIN_EPOCHS``) and starts both
-networks of the pair from it instead of from random weights. ``DATASET@2,3,4`` takes only the programs of those
-builds' seeds; given several times, the stages run in order, each base starting from the one before (e.g. the
-Intel dataset, then this CPU's builds left out of training by ``--export-seeds``). Choosing between the models
-on the search (``bench/compare_models.py``) needs the CPU kind itself.
+``--dataset`` is a folder of ``loopcost/data/machines/`` (its packed ``dataset.sqlite.xz`` and ``heldout/``) or a
+database (then ``--heldout DB`` names the held-out one). For each architecture and seed the script trains the
+shipped model's recipe, a pair of networks (one on MAPE, one with the ranking loss), ensembles the pair, and scores
+it on the validation split (where models are chosen), the test split and every record of the held-out set whose
+program the training database does not hold (``unseen``: never trained on, never used to choose; a generator may
+draw a training program again under another seed); then the ensemble of all pairs of one seed (both architectures).
+The table (every model, and the mean and spread over seeds of each recipe) goes to ``--out``; every evaluation is a
+JSON line of ``WORK/results.jsonl``. Each network resumes from its checkpoint and finished work is skipped: after
+an interruption, rerun the same command. Training is CPU work (any machine: it needs no quiet one), or GPU work
+with ``--device cuda``; ``--jobs N`` trains N networks at once (each in its own process: batching feature trees is
+CPU work, so a GPU is kept busy by several), and ``--deadline S`` stops the networks still training S seconds after
+the start (their checkpoints stay: a rerun resumes them) and scores the pairs that are whole. ``--pretrain
+DATASET`` (a folder holding a packed ``dataset.sqlite.xz``, the packed file, or a database: another CPU's
+measurements, e.g. the Intel one in ``loopcost/data``) first trains, per architecture and seed, a base network on
+all of that dataset (the MAPE member's loss, ``PRETRAIN_EPOCHS``) and starts both networks of the pair from it
+instead of from random weights. ``DATASET@2,3,4`` takes only the programs of those builds' seeds; given several
+times, the stages run in order, each base starting from the one before (e.g. the Intel dataset, then this CPU's
+builds left out of training by ``--export-seeds``). Choosing between the models on the search
+(``bench/compare_models.py``) needs the CPU kind itself.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ START = time.time()
 MEMBERS = (("mape", "mape", 0.0, 42), ("rank", "mape", 1.0, 45))
 #: epochs of the base network on the ``--pretrain`` dataset: the Intel recipe's MAPE member
 PRETRAIN_EPOCHS = 28
-SPLITS = ("val", "test", "heldout")
+SPLITS = ("val", "test", "unseen")
 METRICS = (("mape", "MAPE %", "{:.1f}"), ("spearman_per_program_mean", "Spearman/program", "{:.3f}"),
            ("top1_recovery", "top-1", "{:.3f}"))
 
@@ -162,12 +163,15 @@ def pair(work: Path, arch: str, seed: int) -> Path | None:
 
 def scored(model: Path, split: str, data: dict[str, Path], dbs: dict[str, Path], results: Path,
            done: dict[tuple[str, str], dict]) -> dict:
-    """``model``'s evaluation on ``split`` (``heldout``: every record of the held-out set): from ``done`` (the
-    evaluations already in ``results``), else evaluated and appended to ``results``."""
+    """``model``'s evaluation on ``split`` (``unseen``: every record of the held-out set whose program the
+    training database does not hold): from ``done`` (the evaluations already in ``results``), else evaluated and
+    appended to ``results``."""
     if (str(model), split) in done:
         return done[str(model), split]
-    source = "heldout" if split == "heldout" else "train"
-    r = evaluate(model, data[source], dbs[source], split="all" if split == "heldout" else split)
+    if split == "unseen":
+        r = evaluate(model, data["heldout"], dbs["heldout"], split="all", unseen_by=dbs["train"])
+    else:
+        r = evaluate(model, data["train"], dbs["train"], split=split)
     r["name"] = split
     with results.open("a") as f:
         f.write(json.dumps(r) + "\n")

@@ -337,7 +337,7 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
     db = shipped_db(pair.dataset) if shipped else a.db or None
     data = a.data or cached_export(Path(db))
     r = evaluate(a.model or pair.model, data, db, split=a.split, gbt=a.gbt, plots=a.plots,
-                 write_card=a.write_card, manifest=pair.manifest if shipped else None)
+                 write_card=a.write_card, manifest=pair.manifest if shipped else None, unseen_by=a.unseen_by)
     print(json.dumps(r, indent=2) if a.json else format_evaluation(r, a.write_card))
     return 0
 
@@ -646,6 +646,9 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--split", default="test", choices=["train", "val", "test", "all"],
                    help="the records to score (default test; all: every one, for a set held out from training "
                         "altogether, recorded in the card as out_of_sample)")
+    e.add_argument("--unseen-by", default=None, type=existing_file, metavar="DB",
+                   help="leave out the programs that the database DB (the one the model trained on) also holds: "
+                        "a held-out set's generator may draw a training program again")
     e.add_argument("--json", action="store_true")
     e.add_argument("--gbt", action="store_true", help="also train and score the gradient-boosted baseline")
     e.set_defaults(func=cmd_evaluate)

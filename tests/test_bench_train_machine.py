@@ -25,9 +25,12 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     db = tmp_path / "d.db"  # 16 programs of seed 11: all three splits have programs
     build(str(db), programs=16, cfg=BuildConfig(seed=11, schedules=4, generator=TINY), workers=1, progress=False,
           noise_fraction=0.0)
+    heldout = tmp_path / "h.db"  # other programs: the ones the training database also holds are not scored
+    build(str(heldout), programs=3, cfg=BuildConfig(seed=12, schedules=4, generator=TINY), workers=1,
+          progress=False, noise_fraction=0.0)
     work = tmp_path / "w"
     # two stages: all of the database, then the builds of seed 11 only (here the same programs)
-    args = ["--dataset", db, "--heldout", db, "--pretrain", db, "--pretrain", f"{db}@11", "--work", work,
+    args = ["--dataset", db, "--heldout", heldout, "--pretrain", db, "--pretrain", f"{db}@11", "--work", work,
             "--seeds", "0", "--archs", "transformer", "--epoch-scale", "0.03", "--threads", "1"]
     r = _run(*args)
     assert r.returncode == 0, r.stderr
@@ -49,7 +52,7 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     pair = json.loads((work / "transformer-s0.pt.card.json").read_text())
     assert all(m["initialized_from"]["model"] == str(base) for m in pair["members"])
     rows = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines()]
-    assert {r["name"] for r in rows if r["model"] == str(work / "transformer-s0.pt")} == {"val", "test", "heldout"}
+    assert {r["name"] for r in rows if r["model"] == str(work / "transformer-s0.pt")} == {"val", "test", "unseen"}
     # a rerun finds every network trained and every evaluation made: it trains and evaluates nothing
     again = _run(*args)
     assert again.returncode == 0 and "training" not in again.stderr

@@ -1,6 +1,8 @@
 """Features, batching, the network, metrics and the training format."""
 
 import json
+import shutil
+import sqlite3
 
 import numpy as np
 import pytest
@@ -273,6 +275,24 @@ def test_export_train_resume_and_save(tmp_path, capsys):
     again = json.loads((tmp_path / "m.pt.card.json").read_text())
     assert again["evaluation"] == card["evaluation"] and again["out_of_sample"]["split"] == "all"
     assert again["out_of_sample"]["n"] == int((~data.censored).sum())
+    # a held-out set's programs that the training database also holds (by hash) are left out and counted
+    trained = tmp_path / "trained.db"
+    shutil.copy(db, trained)
+    with sqlite3.connect(trained) as c:
+        ids = [i for (i,) in c.execute("SELECT id FROM programs ORDER BY id")]
+        c.execute("DELETE FROM programs WHERE id > ?", (ids[len(ids) // 2 - 1],))
+    seen = {data.programs.index(i) for i in ids[: len(ids) // 2] if i in data.programs}
+    n_seen = int(np.isin(data.program, list(seen)).sum())
+    assert 0 < n_seen < len(data)
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "all.npz"), "--db", str(db),
+                 "--split", "all", "--unseen-by", str(trained), "--json"]) == 0
+    unseen = json.loads(capsys.readouterr().out)
+    assert unseen["left_out_seen"] == {"database": str(trained), "programs": len(seen), "records": n_seen}
+    assert unseen["n"] == int((~data.censored & ~np.isin(data.program, list(seen))).sum())
+    assert main(["evaluate", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "all.npz"), "--split",
+                 "all", "--unseen-by", str(trained)]) == 2
+    assert "--db" in capsys.readouterr().err
     assert main(["evaluate", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "all.npz"), "--split",
                  "all", "--gbt"]) == 2
     assert "--split all" in capsys.readouterr().err

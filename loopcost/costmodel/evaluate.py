@@ -26,7 +26,7 @@ def _noise_pairs(db: str | Path) -> list[tuple[float, float]]:
 
 def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Path | None = None, *,
              split: str = "test", gbt: bool = False, plots: str | Path | None = None, write_card: bool = False,
-             manifest: str | Path | None = None) -> dict:
+             manifest: str | Path | None = None, unseen_by: str | Path | None = None) -> dict:
     """Score the model at ``model_path`` (default: the one shipped for this CPU) on ``split`` of the export
     ``data_path``.
 
@@ -36,6 +36,8 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
     a folder to write scatter.png and errors.png into (their paths under ``plots``). ``write_card``: record the
     evaluation in the model's card (under ``card_key(split)``), with the dataset ``manifest`` (a file), if
     given and there. ``split`` ``all`` scores every record: a set never seen in training or selection.
+    ``unseen_by``: a database trained on; the programs it also holds (a generator may draw a program again under
+    another seed) are left out, counted under ``left_out_seen``. It needs ``db``, the database of ``data_path``.
     """
     if gbt and split == "all":
         raise LoopcostError("--gbt trains the baseline on the train split: it cannot be scored on every record "
@@ -43,9 +45,16 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
     data_path = Path(data_path)
     everything = load(data_path)
     whole = everything.subset(split)
+    left_out = None
+    if unseen_by is not None:
+        if db is None:
+            raise LoopcostError("leaving out the programs a model was trained on needs the database of the data "
+                                "(--db), which names its programs")
+        whole, left_out = _unseen(whole, db, unseen_by)
     data = whole.timed()
     if len(data) == 0:
-        raise LoopcostError(f"{data_path} has no timed record in split {split!r}")
+        raise LoopcostError(f"{data_path} has no timed record in split {split!r}"
+                            + (f" of a program that {unseen_by} does not hold" if unseen_by is not None else ""))
     model_path = Path(model_path) if model_path else shipped_for(cpu_model()).model
     model = CostModel.load(model_path)
     predictions = {"model": model.predict_trees(data.trees)}
@@ -61,7 +70,8 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
         ceiling = noise_ceiling(pairs, data.speedup, data.program)
     out = {**metrics(predictions["model"], data.speedup, data.program), "split": split, "model": str(model_path),
            "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling,
-           "censored": _censored(model, whole), "by_speedup": error_by_speedup(predictions["model"], data.speedup)}
+           "censored": _censored(model, whole), "by_speedup": error_by_speedup(predictions["model"], data.speedup),
+           "left_out_seen": left_out}
     if plots:
         out["plots"] = [str(p) for p in save_plots(plots, data.speedup, predictions, f"({split} split)")]
     if write_card:
@@ -80,6 +90,19 @@ def card_key(split: str) -> str:
     return "out_of_sample" if split == "all" else "evaluation"
 
 
+def _unseen(data: Dataset, db: str | Path, trained: str | Path) -> tuple[Dataset, dict]:
+    """The records of ``data`` (exported from the dataset build ``db``) whose program the database ``trained``
+    does not hold (by hash), and what was left out."""
+    with Store(db) as store:
+        hashes = store.program_hashes()
+    with Store(trained) as store:
+        seen = set(store.program_hashes().values())
+    keep = np.array([hashes[int(data.programs[p])] not in seen for p in data.program], bool)
+    left = {"database": str(trained), "programs": len(set(data.program[~keep].tolist())),
+            "records": int((~keep).sum())}
+    return data.select(np.nonzero(keep)[0]), left
+
+
 def _censored(model: CostModel, data: Dataset) -> dict:
     """How many records of ``data`` are censored (their speedup an upper bound, left out of the metrics)
     and the share of them the model predicts at or below their bound."""
@@ -92,6 +115,9 @@ def _censored(model: CostModel, data: Dataset) -> dict:
 def format_evaluation(r: dict, wrote_card: bool = False) -> str:
     """``evaluate``'s result as text: a line per model and baseline, the noise floor, the files written."""
     lines = [f"{r['split']}: {r['n']} schedules of {r['programs']} programs"]
+    if u := r.get("left_out_seen"):
+        lines[0] += (f" (left out: {u['records']} schedules of {u['programs']} programs that {u['database']} also "
+                     "holds)")
     for name, m in (("model", r), *r["baselines"].items()):
         lines.append(f"  {name:16} MAPE {m['mape']:.1f}%  median APE {m['median_ape']:.1f}%  Spearman/program "
                      f"{m['spearman_per_program_mean']:.3f}  pairwise {m['pairwise_accuracy']:.3f}  "

@@ -344,6 +344,10 @@ class Store:
         dst.execute("VACUUM")
         dst.close()
 
+    def program_hashes(self) -> dict[int, str]:
+        """The hash of every dataset program, by id."""
+        return dict(self.db.execute("SELECT id, hash FROM programs"))
+
     def program_json(self, program: int) -> dict:
         """The dataset program of id ``program``."""
         return self._json("SELECT json FROM programs WHERE id = ?", program)
