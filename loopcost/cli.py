@@ -213,6 +213,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 
 def cmd_dataset_build(a: argparse.Namespace) -> int:
+    from .database.store import Store
     from .dataset.build import build, format_build
     from .dataset.tasks import DATASET_TIMING, LEGACY_TIMING, BuildConfig
     from .generator.programs import GeneratorOptions, parse_families
@@ -223,8 +224,13 @@ def cmd_dataset_build(a: argparse.Namespace) -> int:
         DATASET_TIMING, censor=DATASET_TIMING.censor if a.censor is None else a.censor,
         steady=DATASET_TIMING.steady if a.steady is None else a.steady)
     gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work, families=parse_families(a.families))
+    exclude = frozenset()
+    if a.exclude_programs_of:
+        with Store(a.exclude_programs_of) as other:
+            exclude = frozenset(other.program_hashes().values())
     cfg = BuildConfig(seed=a.seed, schedules=a.schedules, toolchain=Toolchain.from_string(a.cc, a.cflags),
-                      generator=gen, staged_share=a.staged_share, timing=timing, compile_timeout=a.compile_timeout)
+                      generator=gen, staged_share=a.staged_share, timing=timing, compile_timeout=a.compile_timeout,
+                      exclude=exclude)
     cluster = None if a.cluster in (None, "none") else a.cluster
     stats = build(a.db, programs=a.programs, cfg=cfg, workers=a.workers, cluster=cluster,
                   allow_mixed=a.allow_mixed_machines, progress=not a.no_progress, security=a.security)
@@ -556,6 +562,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--compile-timeout", type=above(0), default=60.0,
                    help="seconds the compiler may take on one program's schedules; past it the program's "
                         "schedules are stored as failures (default 60)")
+    b.add_argument("--exclude-programs-of", default=None, type=existing_file, metavar="DB",
+                   help="draw again any program that the database DB holds (a set held out from DB's training; "
+                        "pass it on every resume too)")
     b.add_argument("--legacy-timing", action="store_true",
                    help="time as builds before December 2026 did (an untimed check, 3-30 runs, no censoring): "
                         "to resume such a build")

@@ -374,6 +374,28 @@ def test_the_same_program_drawn_twice_is_stored_twice(tmp_path):
     assert len({split for _, split, *_ in store.labels()}) == 1
 
 
+def test_a_build_draws_again_the_programs_of_an_excluded_database(tmp_path):
+    from loopcost.cli import main
+    from loopcost.database.store import Row
+    from loopcost.dataset.tasks import seed_program
+
+    opts = GeneratorOptions(min_work=2e4, max_work=3e5)  # the command line's options below
+    stream = [seed_program(BuildConfig(seed=3, generator=opts), i) for i in range(2)]
+    assert [p.content_hash() for p in stream] == [p.content_hash() for p in generate_programs(2, seed=3, opts=opts)]
+    trained = tmp_path / "trained.db"  # a database holding program 0 of the stream
+    with Store(trained) as store:
+        store.add_batch(program_json=stream[0].to_json(), program_hash=stream[0].content_hash(), seed=3, idx=0,
+                        machine=1, baseline_times=(1.0,), rows=[Row("", [], True, None, (1.0,), (1.0,))], now=0.0)
+    assert main(["dataset", "build", "--db", str(tmp_path / "held.db"), "--programs", "2", "--schedules", "1",
+                 "--seed", "3", "--min-work", "2e4", "--max-work", "3e5", "--workers", "1", "--no-progress",
+                 "--exclude-programs-of", str(trained)]) == 0
+    with Store(tmp_path / "held.db") as store:
+        held = store.program_hashes()
+    # program 0 is drawn again from its stream (a new program); program 1 is the stream's own
+    assert len(held) == 2 and stream[0].content_hash() not in held.values()
+    assert stream[1].content_hash() in held.values()
+
+
 @pytest.mark.slow
 def test_shipped_schedules_still_apply_to_their_programs():
     """Every stored schedule must replay on today's code: the data is only useful while it does.

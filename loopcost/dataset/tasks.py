@@ -51,6 +51,9 @@ class BuildConfig:
     compile_timeout: float = 60.0
     #: the share of schedules drawn as walks through the search's stage order (0: random order only)
     staged_share: float = STAGED_SHARE
+    #: hashes of programs not to measure (another database's: a set held out from it); a program drawn with
+    #: one of them is drawn again from the same stream
+    exclude: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.schedules < 1:
@@ -92,6 +95,20 @@ def _measure(schedules: list[Schedule], states: list[ProgramState],
                                          "timed": timed}
 
 
+#: draws of one program index before a build with ``exclude`` gives up on it
+EXCLUDED_DRAWS = 50
+
+
+def seed_program(cfg: BuildConfig, idx: int) -> Program:
+    """Program ``idx`` of the seed's stream: its first draw whose hash ``cfg.exclude`` does not hold."""
+    rng = random.Random(f"{cfg.seed}:{idx}")
+    for _ in range(EXCLUDED_DRAWS):
+        program = random_program(rng, f"r{cfg.seed}_{idx}", cfg.generator)
+        if program.content_hash() not in cfg.exclude:
+            return program
+    raise RuntimeError(f"{EXCLUDED_DRAWS} draws gave programs of the excluded database")
+
+
 def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
     """Generate program ``idx`` of the seed's stream and ``cfg.schedules`` random schedules; measure them."""
     info = machine_info(cfg.toolchain.describe())
@@ -99,7 +116,7 @@ def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
     t0 = time.perf_counter()
     try:
         with machine_busy():
-            program = random_program(random.Random(f"{cfg.seed}:{idx}"), f"r{cfg.seed}_{idx}", cfg.generator)
+            program = seed_program(cfg, idx)
     except RuntimeError as e:
         return BatchResult(idx, None, None, fp, info, (), [], {}, f"generator: {e}")
     try:
