@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import signal
 import statistics
 import sys
@@ -206,9 +207,12 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--archs", default="transformer,lstm")
     ap.add_argument("--export-seeds", help="only the programs of these builds' seeds (default: all)")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads per network")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch threads per network (default: the cores shared among the --jobs)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto (see `loopcost train --device`)")
-    ap.add_argument("--jobs", type=int, default=1, help="networks trained at once, each in its own process")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="networks trained at once, each in its own process (default: 2 on a CPU, 1 on a GPU: on "
+                    "2 cores, two networks of one thread each train 1.3-1.6x the epochs an hour of one with two)")
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds after the start when training stops (0: none); whole pairs are scored")
     ap.add_argument("--epoch-scale", type=float, default=1.0, help="scale the recipe's epochs (a quick trial)")
@@ -217,6 +221,8 @@ def main() -> None:
                     "train each pair's base network on first; several: stages in order")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
+    a.jobs = a.jobs or (2 if a.device == "cpu" else 1)
+    a.threads = a.threads or max(1, (os.cpu_count() or 1) // a.jobs)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     train_db, heldout_db = databases(a)
