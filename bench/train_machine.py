@@ -236,8 +236,8 @@ def main() -> None:
     models: dict[str, Path] = {}
     recipes: dict[str, list[str]] = {}
     runs = [(arch, seed) for seed in seeds for arch in archs if not (work / f"{arch}-s{seed}.pt").exists()]
-    stages = len(a.pretrain) if runs else 0
-    for stage, spec in enumerate(a.pretrain[:stages]):
+    stages = len(a.pretrain)
+    for stage, spec in enumerate(a.pretrain if runs else []):
         base_db, base_seeds = pretraining(spec)
         base_data = exported(base_db, work / f"pretrain{stage or ''}.npz", base_seeds)
         networks(base_jobs(base_data, base_db, work, runs, a, stage), a)

@@ -377,11 +377,12 @@ def test_the_same_program_drawn_twice_is_stored_twice(tmp_path):
 def test_a_build_draws_again_the_programs_of_an_excluded_database(tmp_path):
     from loopcost.cli import main
     from loopcost.database.store import Row
-    from loopcost.dataset.tasks import seed_program
+    from loopcost.generator.programs import stream_program
 
     opts = GeneratorOptions(min_work=2e4, max_work=3e5)  # the command line's options below
-    stream = [seed_program(BuildConfig(seed=3, generator=opts), i) for i in range(2)]
-    assert [p.content_hash() for p in stream] == [p.content_hash() for p in generate_programs(2, seed=3, opts=opts)]
+    stream = generate_programs(2, seed=3, opts=opts)
+    other = stream_program(3, 0, opts, exclude=frozenset({stream[0].content_hash()}))
+    assert other.content_hash() != stream[0].content_hash() and other.name == stream[0].name
     trained = tmp_path / "trained.db"  # a database holding program 0 of the stream
     with Store(trained) as store:
         store.add_batch(program_json=stream[0].to_json(), program_hash=stream[0].content_hash(), seed=3, idx=0,

@@ -14,7 +14,7 @@ from ..codegen.compiler import Toolchain
 from ..database.fingerprint import fingerprint, machine_info
 from ..database.store import Row
 from ..errors import LoopcostError, first_line
-from ..generator.programs import GeneratorOptions, random_program
+from ..generator.programs import GeneratorOptions, stream_program
 from ..generator.schedules import STAGED_SHARE, random_schedules
 from ..ir.program import Program
 from ..ir.state import ProgramState
@@ -95,20 +95,6 @@ def _measure(schedules: list[Schedule], states: list[ProgramState],
                                          "timed": timed}
 
 
-#: draws of one program index before a build with ``exclude`` gives up on it
-EXCLUDED_DRAWS = 50
-
-
-def seed_program(cfg: BuildConfig, idx: int) -> Program:
-    """Program ``idx`` of the seed's stream: its first draw whose hash ``cfg.exclude`` does not hold."""
-    rng = random.Random(f"{cfg.seed}:{idx}")
-    for _ in range(EXCLUDED_DRAWS):
-        program = random_program(rng, f"r{cfg.seed}_{idx}", cfg.generator)
-        if program.content_hash() not in cfg.exclude:
-            return program
-    raise RuntimeError(f"{EXCLUDED_DRAWS} draws gave programs of the excluded database")
-
-
 def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
     """Generate program ``idx`` of the seed's stream and ``cfg.schedules`` random schedules; measure them."""
     info = machine_info(cfg.toolchain.describe())
@@ -116,7 +102,7 @@ def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
     t0 = time.perf_counter()
     try:
         with machine_busy():
-            program = seed_program(cfg, idx)
+            program = stream_program(cfg.seed, idx, cfg.generator, cfg.exclude)
     except RuntimeError as e:
         return BatchResult(idx, None, None, fp, info, (), [], {}, f"generator: {e}")
     try:

@@ -327,7 +327,23 @@ def random_program(rng: random.Random, name: str, opts: GeneratorOptions = Gener
     raise RuntimeError("could not draw a program within the work and memory limits; widen GeneratorOptions")
 
 
+#: draws of one index of a stream before ``stream_program`` gives up finding a program not excluded
+EXCLUDED_DRAWS = 50
+
+
+def stream_program(seed: int, idx: int, opts: GeneratorOptions = GeneratorOptions(),
+                   exclude: frozenset[str] = frozenset()) -> Program:
+    """Program ``idx`` of the stream of ``seed``, which depends only on (seed, index): the index's first draw
+    whose hash ``exclude`` does not hold (another database's programs, for a set held out from it)."""
+    rng = random.Random(f"{seed}:{idx}")
+    for _ in range(EXCLUDED_DRAWS):
+        program = random_program(rng, f"r{seed}_{idx}", opts)
+        if not exclude or program.content_hash() not in exclude:
+            return program
+    raise RuntimeError(f"{EXCLUDED_DRAWS} draws gave programs of the excluded database")
+
+
 def generate_programs(n: int, seed: int, opts: GeneratorOptions = GeneratorOptions(),
                       start: int = 0) -> list[Program]:
-    """Programs ``start .. start+n-1`` of the stream of ``seed``; each depends only on (seed, index)."""
-    return [random_program(random.Random(f"{seed}:{k}"), f"r{seed}_{k}", opts) for k in range(start, start + n)]
+    """Programs ``start .. start+n-1`` of the stream of ``seed``."""
+    return [stream_program(seed, k, opts) for k in range(start, start + n)]
