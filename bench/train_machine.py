@@ -119,7 +119,7 @@ def base_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: 
     the stage before) of the pairs ``runs`` not trained yet."""
     _, loss, rank, _ = MEMBERS[0]
     return [(data, db, base(work, arch, seed, stage),
-             TrainConfig(epochs=max(1, round(PRETRAIN_EPOCHS * a.epoch_scale)), loss=loss, rank_weight=rank,
+             TrainConfig(epochs=max(1, round(a.pretrain_epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
                          seed=seed, threads=a.threads, arch=arch, device=a.device,
                          init=str(base(work, arch, seed, stage - 1)) if stage else ""))
             for arch, seed in runs if not base(work, arch, seed, stage).exists()]
@@ -219,6 +219,8 @@ def main() -> None:
     ap.add_argument("--pretrain", action="append", default=[],
                     help="another dataset (folder, packed file or database; DATASET@SEEDS: those builds only) to "
                     "train each pair's base network on first; several: stages in order")
+    ap.add_argument("--pretrain-epochs", type=int, default=PRETRAIN_EPOCHS,
+                    help=f"epochs of each pretraining stage's base network (default {PRETRAIN_EPOCHS})")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
     a.jobs = a.jobs or (2 if a.device == "cpu" else 1)
