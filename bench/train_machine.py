@@ -97,7 +97,8 @@ def network_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], 
             if not path.exists() and not (work / f"{arch}-s{seed}.pt").exists():
                 init = str(base(work, arch, seed, stages - 1)) if stages else ""
                 cfg = TrainConfig(epochs=max(1, round(epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
-                                  seed=seed, threads=a.threads, arch=arch, device=a.device, init=init)
+                                  seed=seed, threads=a.threads, arch=arch, device=a.device, init=init,
+                                  dropout=a.dropout)
                 todo.append((data, db, path, cfg))
     return todo
 
@@ -221,6 +222,8 @@ def main() -> None:
                     "train each pair's base network on first; several: stages in order")
     ap.add_argument("--pretrain-epochs", type=int, default=PRETRAIN_EPOCHS,
                     help=f"epochs of each pretraining stage's base network (default {PRETRAIN_EPOCHS})")
+    ap.add_argument("--dropout", type=float, default=TrainConfig.dropout,
+                    help=f"dropout of the pairs' networks (default {TrainConfig.dropout}; base networks keep it)")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
     a.jobs = a.jobs or (2 if a.device == "cpu" else 1)

@@ -31,14 +31,16 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     work = tmp_path / "w"
     # two stages: all of the database, then the builds of seed 11 only (here the same programs)
     args = ["--dataset", db, "--heldout", heldout, "--pretrain", db, "--pretrain", f"{db}@11", "--work", work,
-            "--seeds", "0", "--archs", "transformer", "--epoch-scale", "0.03", "--threads", "1", "--pretrain-epochs", "67"]
+            "--seeds", "0", "--archs", "transformer", "--epoch-scale", "0.03", "--threads", "1",
+            "--pretrain-epochs", "67", "--dropout", "0.2"]
     r = _run(*args)
     assert r.returncode == 0, r.stderr
     assert all(f"training transformer-s0-{n}.pt" in r.stderr for n in ("base", "base1", "mape", "rank"))
     first, base = work / "transformer-s0-base.pt", work / "transformer-s0-base1.pt"
     assert (work / "pretrain.npz").exists() and (work / "pretrain1.npz").exists() and base.exists()
     card = json.loads((work / "transformer-s0-base.pt.card.json").read_text())
-    assert card["config"]["init"] == "" and card["config"]["loss"] == "mape" and card["config"]["epochs"] == 2  # 67 x 0.03
+    assert card["config"]["init"] == "" and card["config"]["loss"] == "mape"
+    assert card["config"]["epochs"] == 2  # --pretrain-epochs 67 x 0.03
     card1 = json.loads((work / "transformer-s0-base1.pt.card.json").read_text())
     assert card1["config"]["init"] == str(first) and card1["data"] == str(work / "pretrain1.npz")
     assert card1["initialized_from"]["data"] == str(work / "pretrain.npz")
@@ -46,6 +48,7 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
         tuned = json.loads((work / f"transformer-s0-{member}.pt.card.json").read_text())
         assert tuned["config"]["init"] == str(base) and tuned["config"]["rank_weight"] == rank
         assert tuned["config"]["epochs"] == 1  # the members' epochs are the recipe's (42 and 45 x 0.03)
+        assert tuned["config"]["dropout"] == 0.2 and card["config"]["dropout"] == 0.05
         # the card says what the network started from: the last stage's base, and what that one started from
         assert tuned["initialized_from"]["model"] == str(base)
         assert tuned["initialized_from"]["data"] == str(work / "pretrain1.npz") == card1["data"]

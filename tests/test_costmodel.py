@@ -13,7 +13,7 @@ from loopcost.costmodel.data import export, load
 from loopcost.costmodel.metrics import error_by_speedup, metrics, spearman
 from loopcost.costmodel.model import ARCHS, CostModel, make_net
 from loopcost.costmodel.network import RecursiveLSTM
-from loopcost.costmodel.train import TrainConfig, train, training_device
+from loopcost.costmodel.train import TrainConfig, initial_net, train, training_device
 from loopcost.dataset.build import build
 from loopcost.dataset.tasks import BuildConfig
 from loopcost.errors import LoopcostError
@@ -317,6 +317,11 @@ def test_export_train_resume_and_save(tmp_path, capsys):
     assert np.allclose(tuned.predict(st), CostModel(ens.nets[1]).predict(st), rtol=1e-6)
     assert not np.allclose(tuned.predict(st), CostModel(ens.nets[0]).predict(st), rtol=1e-6)
     assert tuned.card["config"]["init"] == str(tmp_path / "e.pt") and tuned.card["config"]["init_member"] == 1
+    # a network fine-tuned with another dropout than its own drops that share, as its configuration says
+    other = initial_net(TrainConfig(init=str(tmp_path / "e.pt"), arch="transformer", dropout=0.3))
+    shares = [{m.p for m in net.modules() if isinstance(m, torch.nn.Dropout)} for net in (other, ens.nets[0])]
+    assert shares == [{0.3}, {0.05}]  # the model it started from keeps its own
+    assert other.config["dropout"] == 0.3 and ens.nets[0].config["dropout"] == 0.05
     start = tuned.card["initialized_from"]  # the card of what it started from: its data and machines
     assert start["model"] == str(tmp_path / "e.pt") and start["member"] == 1 and start["data"] == ens.card["data"]
     capsys.readouterr()

@@ -45,6 +45,14 @@ class Standardized(nn.Module):
                                 f"{comps.shape[1]} (features of an older layout: export the dataset again)")
         return (comps[:, :width] - self.comp_shift) * self.comp_scale
 
+    def set_dropout(self, p: float) -> None:
+        """Drop ``p`` of the activations in training from now on (a network fine-tuned with another dropout
+        than its own), and say so in its configuration."""
+        for m in self.modules():
+            if isinstance(m, nn.Dropout):
+                m.p = p
+        self.config["dropout"] = p
+
     def fit_inputs(self, comps: torch.Tensor, loops: torch.Tensor) -> None:
         """Standardize each input field to mean 0 and variance 1 over the training vectors; a field that
         never varies there is dropped (scale 0) rather than amplified when it varies later."""

@@ -121,7 +121,8 @@ def predict(net: Standardized, data: Dataset, batch_size: int = 512) -> np.ndarr
 
 
 def initial_net(cfg: TrainConfig) -> Standardized:
-    """A copy of network ``cfg.init_member`` of the model at ``cfg.init``, checked against ``cfg.arch``."""
+    """A copy of network ``cfg.init_member`` of the model at ``cfg.init``, checked against ``cfg.arch``, with
+    ``cfg.dropout``."""
     nets = CostModel.load(cfg.init).nets
     if not 0 <= cfg.init_member < len(nets):
         raise LoopcostError(f"{cfg.init} has {len(nets)} network(s); there is no member {cfg.init_member}")
@@ -129,6 +130,7 @@ def initial_net(cfg: TrainConfig) -> Standardized:
     if net.config["arch"] != cfg.arch:
         raise LoopcostError(f"member {cfg.init_member} of {cfg.init} is a {net.config['arch']} network, "
                             f"not {cfg.arch}: pass --arch {net.config['arch']}")
+    net.set_dropout(cfg.dropout)
     return net
 
 
