@@ -273,6 +273,12 @@ def test_stats_and_noise(tmp_path):
                            "AND censored = 1").fetchone()[0]
     texts = [t for t, in con.execute("SELECT s.text FROM schedules s JOIN measurements m ON m.schedule = s.id "
                                      "WHERE m.kind = 'label' AND m.verified = 1 AND s.text != ''")]
+    labelled = {k for k, in con.execute("SELECT schedule FROM measurements WHERE kind = 'label' AND verified = 1")}
+    fastest: dict[int, tuple[float, int]] = {}  # per labelled schedule, its fastest label or recheck, censored or not
+    for k, sp, cens in con.execute("SELECT schedule, speedup, censored FROM measurements WHERE kind IN "
+                                   "('label', 'recheck') AND verified = 1"):
+        if k in labelled and (k not in fastest or sp > fastest[k][0]):
+            fastest[k] = (sp, cens)
     con.close()
     rel = np.array([abs(b - label[k]) / label[k] for k, b in again.items()])
     assert s["noise_pairs"] == len(again) > 0
@@ -281,9 +287,11 @@ def test_stats_and_noise(tmp_path):
     floor = 100 * np.mean([abs(b - trained[k]) / trained[k] for k, b in again.items()])
     assert s["noise_floor_mape"] == pytest.approx(floor) and floor > 0
     assert s["machine"][0]["cores"] == os.cpu_count() and s["censored"] == censored
-    timed = [sp for *_, sp, cens in Store(db).labels() if not cens]  # the labels models see, less the bounds
-    # a censored label rechecked in full counts as timed
-    assert s["speedup"]["p50"] == pytest.approx(np.median(timed)) and len(timed) >= s["schedules"] - s["censored"]
+    timed = sorted(sp for *_, sp, cens in Store(db).labels() if not cens)  # the labels models see, less the bounds
+    # the faster of label and recheck is the label, censored if that measurement was (either way round: a
+    # slow label whose recheck stopped early, a censored label rechecked in full)
+    assert timed == pytest.approx(sorted(sp for sp, cens in fastest.values() if not cens))
+    assert s["speedup"]["p50"] == pytest.approx(np.median(timed))
     sec = s["seconds_per_schedule"]  # where a build's time goes, per measured schedule
     assert set(sec) == {"generate", "codegen", "compile", "run", "timed"} and sec["run"] > sec["timed"] > 0
     kinds = [{t.kind for t in Schedule.parse(text).steps} for text in texts]
