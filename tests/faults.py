@@ -1,15 +1,16 @@
 """Fault injection for the tests: work killed with SIGKILL at a chosen moment."""
 
 import os
+import select
 import signal
-import time
 from collections.abc import Callable
 
 
 def killed_at(work: Callable[[], object], delay: float) -> bool:
     """Run ``work`` in a child forked from this process (no start-up cost; its own process group, so the
     compilers and pool workers it starts die with it) and kill the group with SIGKILL after ``delay``
-    seconds. True when the kill came first; an error in ``work`` fails the caller."""
+    seconds (sooner when it ends before: what it started dies with it). True when the kill came first; an
+    error in ``work`` fails the caller."""
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -19,7 +20,11 @@ def killed_at(work: Callable[[], object], delay: float) -> bool:
             code = 0
         finally:
             os._exit(code)
-    time.sleep(delay)
+    child = os.pidfd_open(pid)
+    try:
+        select.select([child], [], [], delay)  # returns as soon as the child ends
+    finally:
+        os.close(child)
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:  # not its own group yet: it started nothing

@@ -25,8 +25,8 @@ from loopcost.paths import SHIPPED_MODEL
 REPLAY = Path(__file__).with_name("cli_fuzz_replay.json")
 #: seconds a case may take (a small kernel compiled, searched and measured takes a few)
 BOUND = 60
-#: how often each command is drawn: the ones that compile and measure less often, to bound the time
-WEIGHTS = {"optimize": 3, "dataset build": 2, "train": 3, "evaluate": 3}
+#: how often each command is drawn: the ones that compile and measure, or read the shipped dataset, less often
+WEIGHTS = {"optimize": 3, "dataset build": 2, "train": 3, "evaluate": 3, "dataset stats": 2}
 CASES = int(os.environ.get("LOOPCOST_FUZZ_CASES", "1000"))
 
 

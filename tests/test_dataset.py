@@ -234,7 +234,7 @@ def test_a_build_killed_at_30_seeded_moments_resumes_to_the_dataset_of_a_build_n
     before: list[tuple] = []
     landed = 0  # kills that came before the build was done
     for _ in range(30):
-        landed += killed_at(lambda: build(str(killed), programs=30, cfg=cfg, workers=1, progress=False),
+        landed += killed_at(lambda: build(str(killed), programs=12, cfg=cfg, workers=1, progress=False),
                             rng.uniform(0.0, 0.6))
         now = stored()
         assert set(before) <= set(now) and len(now) == len(set(now))  # nothing lost, nothing twice
@@ -242,9 +242,9 @@ def test_a_build_killed_at_30_seeded_moments_resumes_to_the_dataset_of_a_build_n
         assert len(now) == 4 * len(per_program)  # a program is stored with all its schedules or not at all
         before = now
     assert 0 < len(before) and landed >= 20, landed
-    build(str(killed), programs=30, cfg=cfg, workers=1, progress=False)
-    build(str(clean), programs=30, cfg=cfg, workers=1, progress=False)
-    assert contents(killed) == contents(clean) and len(contents(clean)) == 30 * 4
+    build(str(killed), programs=12, cfg=cfg, workers=1, progress=False)
+    build(str(clean), programs=12, cfg=cfg, workers=1, progress=False)
+    assert contents(killed) == contents(clean) and len(contents(clean)) == 12 * 4
 
 
 def test_dask_local_cluster_build(tmp_path):

@@ -76,7 +76,7 @@ def test_optimize_measures_an_execution_based_search_on_a_local_dask_cluster(tmp
     from loopcost.database.store import Store
 
     db = tmp_path / "store.sqlite"
-    r = subprocess.run([sys.executable, "-m", "loopcost.cli", "optimize", "gemm", "--size", "small", "--search",
+    r = subprocess.run([sys.executable, "-m", "loopcost.cli", "optimize", "jacobi-1d", "--size", "small", "--search",
                         "exec", "--budget", "1", "--cluster", "local", "--workers", "1", "--store", str(db),
                         "--json"], capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -84,7 +84,7 @@ def test_optimize_measures_an_execution_based_search_on_a_local_dask_cluster(tmp
     assert out["verified"] and out["cluster"] == "local" and out["measured_speedup"] > 0
     assert out["measurements"] > out["candidates_scored"] > 1  # the search's measurements and the final top-k
     with Store(db) as store:  # every measurement the workers made, the search's and the final ones, was kept
-        kept = [r.schedule_text for r in store.runs(KERNELS["gemm"].program("small").content_hash())]
+        kept = [r.schedule_text for r in store.runs(KERNELS["jacobi-1d"].program("small").content_hash())]
     final = [c["schedule"] for c in out["measured_top_k"]]
     assert len(kept) == out["measurements"] and kept[-len(final):] == final
 

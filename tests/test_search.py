@@ -116,7 +116,7 @@ def test_mcts_rollouts_unchecked_but_only_legal_schedules_scored_and_returned():
 
 @pytest.mark.slow
 def test_optimize_by_measuring_returns_a_verified_schedule_not_slower_than_the_input():
-    r = optimize(KERNELS["gemm"].program("small"), method="exec", budget=2, top_k=3)
+    r = optimize(KERNELS["gemm"].program("small"), method="exec", budget=1, top_k=3)
     assert r.verified and r.measured_speedup > 0
     assert "" in [s for s, _ in r.measured]  # the unscheduled program competed
     assert r.measured_speedup == max(s for _, s in r.measured) >= 1.0

@@ -8,7 +8,7 @@ from loopcost.errors import IllegalScheduleError, ScheduleError
 from loopcost.ir.state import CODE_TAGS, ProgramState
 from loopcost.ir.trips import single_trip_loops
 from loopcost.kernels import KERNELS
-from loopcost.transforms.schedule import Schedule
+from loopcost.transforms.schedule import Schedule, step_kinds
 from loopcost.transforms.space import KINDS, SpaceOptions, candidates, proposals
 
 from .programs import measure_one, two_maps
@@ -113,7 +113,32 @@ def test_notation_and_json_round_trip():
     assert str(s) == text
     assert Schedule.parse("  I( i , j )T2(i,k,32,64)") == Schedule.parse("I(i,j) T2(i,k,32,64)")
     assert Schedule.from_json(s.to_json()) == s
+    text += " K(B,i)"  # the kinds read from the notation alone are the parsed steps' kinds
+    assert step_kinds(text) == [t.kind for t in Schedule.parse(text).steps] and step_kinds("") == []
+    with pytest.raises(ScheduleError, match="unknown transformation 'Q'"):
+        step_kinds("P(i) Q(j)")
 
+
+
+def test_a_loop_map_kept_by_a_composition_composes_as_its_text_parsed_back_would():
+    """The next rewrite of a loop map starts from the isl map a composition kept, not from its text: the
+    two must give the same text, or a schedule's loop maps would depend on what the process did before."""
+    import islpy as isl
+
+    from loopcost.transforms import levels
+
+    for name, text in (("gemm", "T3(i,j,k,32,32,8) J(i,4) I(i_t,j_t)"), ("2mm", "T2(i,j,16,8) S(i_t,j_t,1)"),
+                       ("heat-3d", "S(t,i,1) T2(i,j,16,16) R(k)"), ("conv2d", "I(y,x) T2(x,y,4,8) P(f)")):
+        Schedule.parse(text).apply(prog(name))
+    kept = list(levels._PRINTED.items())[-300:]
+    assert len(kept) >= 20
+    for text, m in kept:
+        assert m.to_str() == text
+        d = m.dim(isl.dim_type.out)
+        rest = [f"l{k}" for k in range(1, d)]
+        for exprs in (["floor(l0/4)", "l0", *rest], [*rest, "-l0"], [f"l0 + 2*l{d - 1}", *rest]):
+            then = isl.Map(f"{{ [{', '.join(f'l{k}' for k in range(d))}] -> [{', '.join(exprs)}] }}")
+            assert m.apply_range(then).to_str() == isl.Map(text).apply_range(then).to_str(), (text, exprs)
 
 @pytest.mark.slow
 def test_replay_leaves_out_the_steps_that_no_longer_apply_or_are_illegal():

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..costmodel.metrics import noise_floor_mape, noise_rel
 from ..database.store import Store
-from ..transforms.schedule import Schedule
+from ..transforms.schedule import step_kinds
 
 
 def _quantiles(xs: list[float]) -> dict[str, float]:
@@ -31,7 +31,7 @@ def dataset_stats(db: str) -> dict:
                 speedups.append(sp)
             if text:
                 n_nonempty += 1
-                kinds.update({t.kind for t in Schedule.parse(text).steps})
+                kinds.update(set(step_kinds(text)))
         pairs = store.noise_pairs()
         rel = noise_rel(pairs)
         rechecks = store.recheck_pairs()

@@ -11,6 +11,7 @@ copy by one element (two, where a register block broadcasts them).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
@@ -20,7 +21,7 @@ import islpy as isl
 from ..errors import ScheduleError
 from .expr import BinOp, Const, Expr, Read
 from .polyhedral import access_map, domain_str
-from .program import Computation
+from .program import Computation, Program
 from .state import CompSchedule, ProgramState
 
 #: bytes a pack may hold: it lives on the stack of the thread that runs the loop
@@ -72,13 +73,21 @@ class Box:
 def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] | None = None) -> Box:
     """The box of ``buffer`` that the computations inside ``loop`` (those named in ``only``) read during one
     of its runs; raises ScheduleError when nothing there reads it or the box is not bounded."""
-    p = state.program
-    loops_of = {c.name: loops for c, loops in p.walk_computations()}
     readers = reading(state, loop, buffer, only)
     if not readers:
         raise ScheduleError(f"nothing inside loop {loop!r} reads {buffer!r}")
+    return Box(*_bounds(state.program, loop, buffer, tuple(readers)), frozenset(cs.comp for cs in readers),
+               *copy_layout(state, loop, buffer, readers))
+
+
+@functools.lru_cache(maxsize=4096)
+def _bounds(p: Program, loop: str, buffer: str, readers: tuple[CompSchedule, ...]
+            ) -> tuple[tuple[isl.PwAff, ...], tuple[isl.PwAff, ...], tuple[int, ...], isl.Set]:
+    """A read box's lower and upper bounds, extents and context: a function of the readers' schedules alone
+    (cached: the candidates of a search that differ in their loop tags share it; islpy objects are values)."""
+    loops_of = {c.name: loops for c, loops in p.walk_computations()}
     region, n = None, 2 * readers[0].level_of(loop) + 1
-    for cs, before in _before(state, loop, readers):
+    for cs, before in _before(p, loop, readers):
         c = p.computation(cs.comp)
         for r in c.reads():
             if r.buffer == buffer:
@@ -98,8 +107,7 @@ def read_box(state: ProgramState, loop: str, buffer: str, only: frozenset[str] |
         low.append(lo)
         high.append(hi)
         extents.append(most.to_python() + 1)
-    return Box(tuple(low), tuple(high), tuple(extents), context, frozenset(cs.comp for cs in readers),
-               *copy_layout(state, loop, buffer, readers))
+    return tuple(low), tuple(high), tuple(extents), context
 
 
 #: the step between a copy's elements that a register block broadcasts (``copy_layout``)
@@ -204,14 +212,14 @@ def printed_inside(state: ProgramState, loop: str) -> tuple[int, list[CompSchedu
     return q, [cs for cs in state.comps if cs.betas[:q + 1] == first.betas[:q + 1]]
 
 
-def _before(state: ProgramState, loop: str, comps: list[CompSchedule]) -> list[tuple[CompSchedule, isl.Map]]:
+def _before(p: Program, loop: str, comps: tuple[CompSchedule, ...]) -> list[tuple[CompSchedule, isl.Map]]:
     """Per computation of ``comps`` (inside ``loop``, at one level): the map from its instances to the time
     dimensions before the loop's."""
-    loops_of = {c.name: loops for c, loops in state.program.walk_computations()}
+    loops_of = {c.name: loops for c, loops in p.walk_computations()}
     out = []
     for cs in comps:
         n = 2 * cs.level_of(loop) + 1
-        c = state.program.computation(cs.comp)
+        c = p.computation(cs.comp)
         time = cs.time_map().intersect_domain(isl.Set(domain_str(c, loops_of[c.name])))
         out.append((cs, time.project_out(isl.dim_type.out, n, time.dim(isl.dim_type.out) - n)))
     return out

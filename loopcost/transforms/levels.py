@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import OrderedDict
 
 import islpy as isl
 
@@ -20,12 +21,34 @@ from ..ir.state import CompSchedule, ProgramState
 _LEVEL = re.compile(r"\bl(\d+)\b")
 
 
+#: maps that compositions printed, by their text, the newest last: the next composition of a loop map that
+#: a composition printed starts from the map itself, not from parsing its text (isl's parser took most of
+#: a composition's time). Safe to share: islpy maps are values. The same text: a composed map and its text
+#: parsed back compose and print alike (61,096 compositions done both ways, 2026-12-06: those of the search,
+#: transformation, feature, frontend and dataset tests and of 20 random schedules of 150 generated programs).
+_PRINTED: OrderedDict[str, isl.Map] = OrderedDict()
+_PRINTED_SIZE = 16384
+
+
+@functools.lru_cache(maxsize=4096)
+def _level_map(d: int, exprs: tuple[str, ...]) -> isl.Map:
+    """``[l0..l{d-1}] -> [exprs]``, parsed once: a rewrite applies the same levels to many loop maps (isl's
+    parser takes most of a composition's time)."""
+    return isl.Map(f"{{ [{', '.join(f'l{k}' for k in range(d))}] -> [{', '.join(exprs)}] }}")
+
+
 @functools.lru_cache(maxsize=16384)
 def _compose(loop_map: str, d: int, exprs: tuple[str, ...]) -> str:
     """``loop_map`` (``d`` levels) followed by ``[l0..] -> [exprs]``, as text. Cached: the candidates of a
     search share many of these, e.g. the dummy levels that a tiling gives every other computation."""
-    ins = ", ".join(f"l{k}" for k in range(d))
-    return isl.Map(loop_map).apply_range(isl.Map(f"{{ [{ins}] -> [{', '.join(exprs)}] }}")).to_str()
+    before = _PRINTED.get(loop_map)
+    composed = (isl.Map(loop_map) if before is None else before).apply_range(_level_map(d, exprs))
+    text = composed.to_str()
+    _PRINTED[text] = composed
+    _PRINTED.move_to_end(text)
+    if len(_PRINTED) > _PRINTED_SIZE:
+        _PRINTED.popitem(last=False)
+    return text
 
 
 def rewrite(cs: CompSchedule, exprs: list[str], betas: list[int], loops: list[str | None]) -> CompSchedule:

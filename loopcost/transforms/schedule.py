@@ -29,6 +29,7 @@ from .tiling import Tile
 
 _TOKEN = re.compile(r"\s*([A-Z][0-9]?)\(([^()]*)\)\s*")
 _NAME = re.compile(r"^[A-Za-z_]\w*$")
+_CODE = re.compile(r"([A-Z][0-9]?)\(")
 
 
 def _ints(args: list[str], where: str) -> list[int]:
@@ -45,33 +46,35 @@ def _names(args: list[str], where: str) -> list[str]:
     return args
 
 
+#: each notation code's transformation and number of arguments
+_CODES: dict[str, tuple[type[Transformation], int]] = {
+    "I": (Interchange, 2), "R": (Reverse, 1), "S": (Skew, 3), "P": (Parallelize, 1), "U": (Unroll, 2),
+    "V": (Vectorize, 2), "F": (Fuse, 3), "T2": (Tile, 4), "T3": (Tile, 6), "J": (UnrollJam, 2), "K": (Pack, 2)}
+
+
 def parse_transformation(code: str, args: list[str]) -> Transformation:
+    cls, arity = _CODES.get(code, (None, 0))
     where = f"{code}({','.join(args)})"
-    arity = {"I": 2, "R": 1, "S": 3, "P": 1, "U": 2, "V": 2, "F": 3, "T2": 4, "T3": 6, "J": 2, "K": 2}
-    if code not in arity:
-        raise ScheduleError(f"unknown transformation {code!r} in {where}; known: {', '.join(arity)}")
-    if len(args) != arity[code]:
-        raise ScheduleError(f"{where} takes {arity[code]} arguments, got {len(args)}")
-    if code == "I":
-        return Interchange(*_names(args, where))
-    if code == "R":
-        return Reverse(*_names(args, where))
-    if code == "S":
-        return Skew(*_names(args[:2], where), _ints(args[2:], where)[0])
-    if code == "P":
-        return Parallelize(*_names(args, where))
-    if code == "U":
-        return Unroll(_names(args[:1], where)[0], _ints(args[1:], where)[0])
-    if code == "V":
-        return Vectorize(_names(args[:1], where)[0], _ints(args[1:], where)[0])
-    if code == "J":
-        return UnrollJam(_names(args[:1], where)[0], _ints(args[1:], where)[0])
-    if code == "F":
-        return Fuse(*_names(args[:2], where), _ints(args[2:], where)[0])
-    if code == "K":
-        return Pack(*_names(args, where))
-    n = int(code[1])
-    return Tile(tuple(_names(args[:n], where)), tuple(_ints(args[n:], where)))
+    if cls is None:
+        raise ScheduleError(f"unknown transformation {code!r} in {where}; known: {', '.join(_CODES)}")
+    if len(args) != arity:
+        raise ScheduleError(f"{where} takes {arity} arguments, got {len(args)}")
+    if cls is Tile:
+        n = arity // 2
+        return Tile(tuple(_names(args[:n], where)), tuple(_ints(args[n:], where)))
+    if cls in (Interchange, Reverse, Parallelize, Pack):
+        return cls(*_names(args, where))
+    *names, number = args  # a skew's or fusion's last argument, an unroll's, vectorization's or jam's factor
+    return cls(*_names(names, where), _ints([number], where)[0])
+
+
+def step_kinds(text: str) -> list[str]:
+    """The kind of each step of a schedule in the notation, read without building the steps (for counting
+    many stored schedules; ``Schedule.parse`` checks the arguments)."""
+    try:
+        return [_CODES[code][0].kind for code in _CODE.findall(text)]
+    except KeyError as e:
+        raise ScheduleError(f"unknown transformation {e.args[0]!r} in {text!r}; known: {', '.join(_CODES)}") from None
 
 
 _BY_KIND = {cls.kind: cls for cls in (Interchange, Reverse, Skew, Parallelize, Unroll, Vectorize, Fuse, Tile,
