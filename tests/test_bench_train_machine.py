@@ -22,8 +22,8 @@ def _run(*args) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(tmp_path):
-    db = tmp_path / "d.db"  # 16 programs of seed 11: all three splits have programs
-    build(str(db), programs=16, cfg=BuildConfig(seed=11, schedules=4, generator=TINY), workers=1, progress=False,
+    db = tmp_path / "d.db"  # 10 programs of seed 11: 3 train, 3 val, 4 test
+    build(str(db), programs=10, cfg=BuildConfig(seed=11, schedules=4, generator=TINY), workers=1, progress=False,
           noise_fraction=0.0)
     heldout = tmp_path / "h.db"  # other programs: the ones the training database also holds are not scored
     build(str(heldout), programs=3, cfg=BuildConfig(seed=12, schedules=4, generator=TINY), workers=1,
