@@ -4,7 +4,7 @@ measuring aside: candidates, legality, features, the cost model and its updates.
     python bench/search_compute.py [--kernels gemm 2mm ...] [--size bench] [--repeats 1]
                                    [--trees DIR DIR ...] [--out bench/SEARCH-COMPUTE.md]
 
-Each kernel is searched with the shipped model of the CPU kind given by ``--cpu`` and a stand-in runner
+Each kernel is searched with the shipped model of ``--cpu`` (this machine's CPU kind) and a stand-in runner
 that answers at once with a speedup drawn from a hash of the schedule's text, so that every run explores
 the same schedules and the time is the search's alone. With ``--trees`` (checkouts of other commits, e.g.
 ``git worktree add /tmp/old HEAD~3``), each tree searches in its own process, the trees alternating kernel
@@ -85,12 +85,16 @@ def main() -> None:
     ap.add_argument("--kernels", nargs="+", default=list(KERNEL_NAMES))
     ap.add_argument("--size", default="bench")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--cpu", default="Intel(R) Xeon(R) Processor",
-                    help="whose shipped model scores (the same for every tree)")
+    ap.add_argument("--cpu", default=None,
+                    help="whose shipped model scores, the same for every tree (default: this machine's CPU)")
     ap.add_argument("--trees", nargs="+", type=Path, default=[HERE.parent.parent],
                     help="source trees to compare (default: this one)")
     ap.add_argument("--out", type=Path, default=None, help="write the table here (markdown) and rows to .jsonl")
     a = ap.parse_args()
+    if a.cpu is None:
+        from loopcost.database.fingerprint import cpu_model
+
+        a.cpu = cpu_model()
     rows = []
     for kernel in a.kernels:
         for rep in range(a.repeats):

@@ -289,7 +289,7 @@ def test_optimize_exec_killed_at_30_seeded_moments_loses_nothing_and_the_next_se
     from loopcost.search.optimize import optimize
 
     db, rng = tmp_path / "m.sqlite", random.Random(26)
-    program = KERNELS["jacobi-1d"].program("small")  # its whole search takes seconds (gemm's 40 s)
+    program = KERNELS["jacobi-1d"].program("small")  # its whole search takes 5 s (gemm's 43 s)
 
     def search():
         with open_runner(store=db, source="optimize:exec") as runner:

@@ -29,7 +29,6 @@ from .tiling import Tile
 
 _TOKEN = re.compile(r"\s*([A-Z][0-9]?)\(([^()]*)\)\s*")
 _NAME = re.compile(r"^[A-Za-z_]\w*$")
-_CODE = re.compile(r"([A-Z][0-9]?)\(")
 
 
 def _ints(args: list[str], where: str) -> list[int]:
@@ -72,7 +71,7 @@ def step_kinds(text: str) -> list[str]:
     """The kind of each step of a schedule in the notation, read without building the steps (for counting
     many stored schedules; ``Schedule.parse`` checks the arguments)."""
     try:
-        return [_CODES[code][0].kind for code in _CODE.findall(text)]
+        return [_CODES[code][0].kind for code, _ in _TOKEN.findall(text)]
     except KeyError as e:
         raise ScheduleError(f"unknown transformation {e.args[0]!r} in {text!r}; known: {', '.join(_CODES)}") from None
 
