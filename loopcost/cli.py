@@ -387,12 +387,14 @@ def cmd_optimize(a: argparse.Namespace) -> int:
         if ckernel is None:
             code = kernel_file(r.state)
         else:
+            from .frontend.dropin import choose_drop_in
             from .frontend.emit import emit_function
-            from .frontend.linkcheck import drop_in_report
 
-            code = emit_function(ckernel, r.state, schedule=str(r.schedule))
-            if a.measure:
-                out["drop_in_check"] = drop_in_report(ckernel, code, parse_pairs(a.define, "-D", False), init=init)
+            if a.measure and r.verified:  # the written function is the fastest of those measured beside the original
+                code, out["drop_in_check"] = choose_drop_in(
+                    ckernel, sorted(r.measured, key=lambda sv: -sv[1]), parse_pairs(a.define, "-D", False), init=init)
+            else:
+                code = emit_function(ckernel, r.state, schedule=str(r.schedule))
         if a.emit_c == "-":
             sys.stdout.write(code)
         else:
@@ -407,9 +409,10 @@ def cmd_optimize(a: argparse.Namespace) -> int:
         print("loopcost: not verified: no candidate, not even the unscheduled program, measured and verified",
               file=sys.stderr)
     elif a.measure and not check.get("verified", True):
-        why = check.get("error") or f"max relative error {check.get('max_rel_error')}"
-        print(f"loopcost: not verified: the emitted function, linked in place of the original, disagrees with it "
-              f"({why})", file=sys.stderr)
+        print(f"loopcost: not verified: the emitted functions, linked in place of the original, disagree with it: "
+              f"{check['why']}; wrote the original function", file=sys.stderr)
+    elif check and check["schedule"] is None:
+        print(f"loopcost: wrote the original function unchanged: {check['why']}", file=sys.stderr)
     return 0 if (r.verified and check.get("verified", True)) or not a.measure else 1
 
 

@@ -237,7 +237,8 @@ def test_cli_optimizes_a_c_file_and_emits_a_checked_function(tmp_path, capsys):
     assert "void kernel_mvt(int n, double x1[n]" in out.read_text()
     assert main(["optimize", str(C_DIR / "mvt.c"), "--param", "n=30", "--search", "exec", "--budget", "1",
                  "--top-k", "1", "--emit-c", "-"]) == 0
-    assert capsys.readouterr().out.startswith("/* kernel_mvt, optimized by loopcost")
+    written = capsys.readouterr().out  # the optimized function, or the original if it ran slower beside it
+    assert written.startswith("/* kernel_mvt, ") and "void kernel_mvt(int n" in written
     args = [str(C_DIR / "gemm.c"), "-D", "NI=40", "-D", "NJ=50", "-D", "NK=30", "--param", "ni=40",
             "--param", "nj=50", "--param", "nk=30"]
     assert main(["show", *args]) == 0

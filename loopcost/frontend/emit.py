@@ -91,7 +91,21 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
             + (f"\n * schedule: {schedule}" if schedule else "")
             + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
             + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
-    typedefs = "".join(f"typedef {v} {n};\n" for n, v in src.typedefs.items())  # the signature may use them
-    return (head + "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n" + typedefs + MACROS + _DISJOINT
-            + "\n"
+    return (head + _INCLUDES + _typedefs(k) + MACROS + _DISJOINT + "\n"
             + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")
+
+
+def emit_original(k: CKernel, why: str) -> str:
+    """A C file with ``k``'s function as the user wrote it (preprocessed), for when nothing loopcost found runs
+    faster; ``why`` goes into its head comment."""
+    src = k.source
+    return (f"/* {src.name}, from {src.path.name}: the original function, unchanged by loopcost: {why} */\n"
+            + _INCLUDES + _typedefs(k) + c_generator.CGenerator().visit(src.function) + "\n")
+
+
+_INCLUDES = "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+
+
+def _typedefs(k: CKernel) -> str:
+    """The file's typedefs, which the function's signature may use."""
+    return "".join(f"typedef {v} {n};\n" for n, v in k.source.typedefs.items())

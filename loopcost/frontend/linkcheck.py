@@ -4,6 +4,7 @@ arrays from the same inputs, and time them side by side, through the runner like
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator
@@ -54,12 +55,15 @@ def entry(src: CSource, text: str, name: str, function: c_ast.FuncDef | None = N
             f"{head}\n{{\n  {'' if void else 'return '}{func.decl.name}({names});\n}}\n")
 
 
-def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dict[str, str] | None,
-                    init: UserInit | None = None) -> Harness:
-    """The reference (variant 0) and the candidate function, each compiled from its own file with its own
-    compiler and ``defines``, linked with loopcost's harness ``main``: the same inputs (random, then made
-    by ``init`` when given), one checked call of each, then timed runs, in the protocol of every
-    harness."""
+def drop_in_harness(k: CKernel, candidates: Build | Sequence[Build], reference: Build,
+                    defines: dict[str, str] | None, init: UserInit | None = None) -> Harness:
+    """The reference (variant 0) and each candidate function (variants 1, 2, ...), each compiled from its
+    own file with its own compiler and ``defines``, linked with loopcost's harness ``main``: the same
+    inputs (random, then made by ``init`` when given), one checked call of each, then timed runs, in the
+    protocol of every harness."""
+    candidates = [candidates] if isinstance(candidates, Build) else list(candidates)
+    roles = ["original"] + (["optimized"] if len(candidates) == 1 else [f"optimized{i}" for i in
+                                                                          range(1, len(candidates) + 1)])
     func = k.source.function
     params = func.decl.type.args.params if func.decl.type.args else []
     outputs = {b.name for b in k.program.outputs()}
@@ -82,17 +86,19 @@ def drop_in_harness(k: CKernel, candidate: Build, reference: Build, defines: dic
             buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
             args.append(f"(void *) lc_g_{b.name}")
     call = ", ".join(args)
-    main = (PRELUDE + prototype(k.source, "lc_original") + "\n" + prototype(k.source, "lc_optimized") + "\n"
-            + driver_c(buffers, [b for b in buffers if b.role == "output"],
-                       [f"lc_original({call});", f"lc_optimized({call});"], init))
+    main = (PRELUDE + "".join(prototype(k.source, f"lc_{role}") + "\n" for role in roles)
+            + driver_c(buffers, [b for b in buffers if b.role == "output"], [f"lc_{role}({call});" for role in roles],
+                       init))
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
     common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-ffunction-sections", "-fdata-sections")
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),
              *(Unit(entry(k.source, b.source, f"lc_{role}"), Toolchain(b.cc, b.flags),
                     (*common, f"-D{k.source.name}=lc_{role}_function"))  # one name per unit, static or not
-               for role, b in (("original", reference), ("optimized", candidate))),
+               for role, b in zip(roles, (reference, *candidates), strict=True)),
              *(init.units if init else ()))
-    return Harness(units, ("the original function", "the emitted function"),
+    labels = ["the emitted function"] if len(candidates) == 1 else [f"emitted function {i}" for i in
+                                                                    range(1, len(candidates) + 1)]
+    return Harness(units, ("the original function", *labels),
                    tuple(b for b in buffers if b.role == "output"), cache=False)
 
 
@@ -110,24 +116,19 @@ def original(k: CKernel, cc: str = "cc", flags: tuple[str, ...] = ORIGINAL_FLAGS
     return Build(k.source.path.read_text(), cc, flags)
 
 
-def link_check(k: CKernel, candidate: Build | str, *, reference: Build | None = None, runs: int = 3,
-               defines: dict[str, str] | None = None, runner: Runner | None = None,
-               init: UserInit | None = None) -> Measurement:
-    """Link ``reference`` (default: the original file, gcc -O3) and ``candidate`` (emitted C, or any
-    Build) into one harness, compare the arrays they compute from the same inputs and time both with
-    ``runs`` runs each, through ``runner`` (this machine by default: the files may include headers of
-    the user's). ``defines`` apply to both compiles, as to the original's preprocessing."""
-    if isinstance(candidate, str):
-        candidate = Build(candidate)
-    harness = drop_in_harness(k, candidate, reference or original(k), defines, init)
-    return (runner or LocalRunner()).measure_harness(harness, timing=Timing(min_runs=runs, warmup=0))[0]
+def link_checks(k: CKernel, candidates: Sequence[Build | str], *, reference: Build | None = None, runs: int = 3,
+                defines: dict[str, str] | None = None, runner: Runner | None = None,
+                init: UserInit | None = None) -> list[Measurement]:
+    """Link ``reference`` (default: the original file, gcc -O3) and the ``candidates`` (emitted C, or any
+    Build) into one harness, compare the arrays each computes from the same inputs with the reference's
+    and time them side by side with ``runs`` runs each, through ``runner`` (this machine by default: the
+    files may include headers of the user's). ``defines`` apply to every compile, as to the original's
+    preprocessing. One measurement per candidate, in order."""
+    builds = [Build(c) if isinstance(c, str) else c for c in candidates]
+    harness = drop_in_harness(k, builds, reference or original(k), defines, init)
+    return (runner or LocalRunner()).measure_harness(harness, timing=Timing(min_runs=runs, warmup=0))
 
 
-def drop_in_report(k: CKernel, code: str, defines: dict[str, str] | None, runs: int = 3,
-                   init: UserInit | None = None) -> dict:
-    """``link_check`` of emitted ``code`` against the original file, as the JSON that ``optimize`` reports."""
-    m = link_check(k, code, defines=defines, runs=runs, init=init)
-    ratio = m.reference_median / m.median if m.median and m.reference_median else None
-    return {"verified": m.verified, "error": m.error, "max_rel_error": m.max_rel_error,
-            **({"vacuous": m.vacuous} if m.vacuous else {}), "inputs": init.label if init else "random",
-            "speedup_over_original": ratio, "original_median_s": m.reference_median, "emitted_median_s": m.median}
+def link_check(k: CKernel, candidate: Build | str, **kwargs) -> Measurement:
+    """``link_checks`` of one candidate."""
+    return link_checks(k, [candidate], **kwargs)[0]

@@ -67,11 +67,15 @@ def format_result(out: dict) -> str:
     lines.append(f"search      {out['search_time_s']:.1f} s, {out['candidates_scored']} candidates scored, "
                  f"{out['measurements']} measured{reused}")
     if d := out.get("drop_in_check"):
-        verdict = "same results" if d["verified"] else f"RESULTS DIFFER ({d['error']})"
-        faster = f", {d['speedup_over_original']:.2f}x faster" if d["speedup_over_original"] else ""
-        err = "" if d["max_rel_error"] is None else f" (max rel. error {d['max_rel_error']:.1e})"
-        lines.append(f"drop-in     emitted function vs the original (gcc -O3) linked side by side: {verdict}{err}"
-                     f"{faster}")
+        tried = len(d["tried"])
+        linked = f"{tried} emitted functions" if tried > 1 else "the emitted function"
+        if d["schedule"] is None:
+            lines.append(f"drop-in     wrote the original function unchanged: {d['why']} ({linked} linked beside "
+                         f"it, gcc -O3)")
+        else:
+            err = "" if d["max_rel_error"] is None else f" (max rel. error {d['max_rel_error']:.1e})"
+            lines.append(f"drop-in     {linked} vs the original (gcc -O3) linked side by side: wrote "
+                         f"{d['schedule'] or '(none)'}: same results{err}, {d['speedup_over_original']:.2f}x faster")
     return "\n".join(lines)
 
 
