@@ -216,9 +216,10 @@ def test_syntax_errors_give_the_compilers_located_message(tmp_path):
         load_c(write(tmp_path, "for (i = 0; i < 10; i++) x[i] = 1.0 +;"))
 
 
-def test_pointer_parameters_and_missing_sizes_are_refused(tmp_path):
-    with pytest.raises(CSourceError, match=r"k.c:1:\d+: 'p' is a pointer"):
-        load_c(write(tmp_path, "for (i = 0; i < 10; i++) x[i] = p[i];", "double *p, double x[10]"))
+def test_pointers_to_pointers_and_missing_sizes_are_refused(tmp_path):
+    with pytest.raises(CSourceError, match=r"k.c:1:\d+: 'p' is a pointer to pointers; loopcost reads arrays whose "
+                                           r"rows lie side by side"):
+        load_c(write(tmp_path, "for (i = 0; i < 10; i++) x[i] = p[i][0];", "double **p, double x[10]"))
     with pytest.raises(CSourceError, match=r"size parameter 'n' has no value: give it with --param n="):
         load_c(write(tmp_path, "for (i = 0; i < n; i++) x[i] = 0;", "int n, double x[n]"))
     with pytest.raises(CSourceError, match=r"no such int parameter"):
@@ -263,8 +264,8 @@ def test_headers_are_expanded_from_the_files_folder_and_the_include_folders(tmp_
         load_c(src, include_dirs=[tmp_path / "nowhere"])
     # what is wrong in a header is reported at the header's own line and column
     (tmp_path / "inc" / "sizes.h").write_text("#define N 12\n#define DATA_TYPE double\n"
-                                              "void g(double *p)\n{\n  p[0] = 1.0;\n}\n")
-    with pytest.raises(CSourceError, match=r"sizes\.h:3:\d+: 'p' is a pointer"):
+                                              "void g(double **p)\n{\n  p[0][0] = 1.0;\n}\n")
+    with pytest.raises(CSourceError, match=r"sizes\.h:3:\d+: 'p' is a pointer to pointers"):
         load_c(src, include_dirs=[tmp_path / "inc"], function="g")
 
 

@@ -46,7 +46,9 @@ def region_replacement(k: CKernel, kernel_name: str) -> str:
     temps = [b for b in p.buffers if k.arguments[b.name] is None]
     for b in temps:
         body.append(f"{DTYPES[b.dtype]} *lc_t_{b.name} = malloc(sizeof({DTYPES[b.dtype]}) * {b.size});")
-    args = [k.arguments[b.name] or f"(void *) lc_t_{b.name}" for b in p.buffers]
+    # cast: the kernel's parameters are not const, the user's may be (a const double *A read only)
+    args = [f"(void *) {k.arguments[b.name]}" if k.arguments[b.name] else f"(void *) lc_t_{b.name}"
+            for b in p.buffers]
     call = [f"{kernel_name}({', '.join(args)});", "lc_done = 1;"]
     if temps:
         body += [f"if ({' && '.join(f'lc_t_{b.name}' for b in temps)}) {{"] + ["  " + c for c in call] + ["}"]

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import islpy as isl
 from pycparser import c_ast, c_generator
 
 from ..errors import NotAffineError, ProgramError
 from ..ir.affine import Affine
-from ..ir.expr import BinOp, Call, Const, Expr, Read
+from ..ir.expr import BinOp, Call, Const, Expr, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
-from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
+from ..ir.polyhedral import access_map
+from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved, walk_computations
 from .parse import CSource
 from .sizes import FileSizes, changed_names, file_sizes
 
@@ -95,16 +97,30 @@ def _int_literal(text: str) -> int:
     return int(t)
 
 
+#: the first dimension of a pointer (``double *A``, ``double (*A)[M]``) or of ``double A[][M]``: its extent is
+#: what the region's accesses reach (``sized_by_accesses``)
+UNSIZED = c_ast.Constant("int", "UNSIZED")
+#: the extent an unsized dimension has until the accesses are read (larger than any index they can reach)
+_PROVISIONAL = 2 ** 40
+
+
 def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | None]]:
-    """(dtype, array dimensions) of a declaration's type; pointers and unknown types are refused."""
+    """(dtype, array dimensions) of a declaration's type: the first is ``UNSIZED`` for a pointer to elements or
+    rows (``double *A``, ``double (*A)[M]``) and for ``double A[][M]``; pointers to pointers, arrays of
+    pointers and unknown types are refused."""
     dims: list[c_ast.Node | None] = []
     t = decl.type
+    if isinstance(t, c_ast.PtrDecl):
+        dims.append(UNSIZED)
+        t = t.type
     while isinstance(t, c_ast.ArrayDecl):
-        dims.append(t.dim)
+        dims.append(UNSIZED if t.dim is None and not dims else t.dim)
         t = t.type
     if isinstance(t, c_ast.PtrDecl):
-        raise src.error(decl, f"{decl.name!r} is a pointer; loopcost needs arrays with their sizes, "
-                              f"e.g. double {decl.name}[N][M] (pointer arithmetic is not supported)")
+        raise src.error(decl, f"{decl.name!r} is " + ("a pointer to pointers" if dims == [UNSIZED] else
+                                                       "an array of pointers")
+                        + f"; loopcost reads arrays whose rows lie side by side, e.g. double *{decl.name} (indexed "
+                          f"{decl.name}[i * m + j]) or double {decl.name}[N][M]")
     if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
         raise src.error(decl, f"the type of {decl.name!r} is not supported (use {_SUPPORTED})")
     name = " ".join(n for n in t.type.names if n not in ("signed",))
@@ -136,6 +152,7 @@ class _Translator:
         self.n_comps = 0
         self.n_ifs = 0
         self.size_params: set[str] = set()
+        self.unsized: set[str] = set()  # buffers whose first extent the accesses give
 
     # ---- names and scopes ---------------------------------------------
     def fresh(self, name: str) -> str:
@@ -181,6 +198,8 @@ class _Translator:
             self.buffers[name] = Buffer(name, self.shape(decl, dims), dtype, "input")
             self.arguments[name] = decl.name
             self.bind(decl.name, ("array", name))
+            if dims[0] is UNSIZED:
+                self.unsized.add(name)
         elif dtype == "int32":
             self.bind(decl.name, ("size", decl.name) if is_param else ("int", None))
             if is_param:
@@ -194,6 +213,9 @@ class _Translator:
     def shape(self, decl: c_ast.Decl, dims: list[c_ast.Node | None]) -> tuple[int, ...]:
         out = []
         for d in dims:
+            if d is UNSIZED:
+                out.append(_PROVISIONAL)
+                continue
             if d is None:
                 raise self.src.error(decl, f"array {decl.name!r} needs every dimension, e.g. double "
                                            f"{decl.name}[N][M], not {decl.name}[][M]")
@@ -303,6 +325,10 @@ class _Translator:
             return self.call(node)
         if isinstance(node, c_ast.TernaryOp):
             return self.select(node)
+        if isinstance(node, c_ast.UnaryOp) and node.op == "*" and isinstance(node.expr, c_ast.ID):
+            r = self.dereference(node)
+            self.read.add(r.buffer)
+            return r
         if isinstance(node, c_ast.UnaryOp) and node.op in ("*", "&"):
             raise self.src.error(node, f"pointer operation '{_text(node)}' is not supported")
         if isinstance(node, c_ast.Assignment):
@@ -363,6 +389,14 @@ class _Translator:
                                        f"'{_text(node)}' uses {len(index)}")
         return Read(what, index)
 
+    def dereference(self, node: c_ast.UnaryOp) -> Read:
+        """``*p``, ``p`` a pointer to elements: ``p[0]``."""
+        kind, what = self.lookup(node.expr)
+        if kind != "array" or what not in self.unsized or len(self.buffers[what].shape) != 1:
+            raise self.src.error(node, f"pointer operation '{_text(node)}' is not supported ({node.expr.name!r} is "
+                                       "not a pointer to elements)")
+        return Read(what, (Affine.of(0),))
+
     def scalar(self, node: c_ast.Node, kind: str, name: str, event: str) -> Read:
         """A scalar access: outer scalars are one-element buffers; temps are resolved at the end."""
         if kind == "outer":
@@ -416,6 +450,9 @@ class _Translator:
         if decl.storage:
             raise self.src.error(decl, f"{' '.join(decl.storage)} declarations are not supported in the region")
         dtype, dims = base_type(self.src, decl)
+        if dims and dims[0] is UNSIZED:
+            raise self.src.error(decl, f"{decl.name!r}: pointers and arrays without a size declared in the region "
+                                       "are not supported")
         if dims:
             if decl.init is not None:
                 raise self.src.error(decl, f"array initializers are not supported ({decl.name!r})")
@@ -442,6 +479,8 @@ class _Translator:
         lv = node.lvalue
         if isinstance(lv, c_ast.ArrayRef):
             target = self.array_ref(lv)
+        elif isinstance(lv, c_ast.UnaryOp) and lv.op == "*" and isinstance(lv.expr, c_ast.ID):
+            target = self.dereference(lv)
         elif isinstance(lv, c_ast.ID):
             kind, what = self.lookup(lv)
             if kind in ("iter", "int", "size", "const"):
@@ -651,6 +690,30 @@ def _rebuild(nodes: list[Node] | tuple[Node, ...], temps: dict[str, Read]) -> tu
     return tuple(out)
 
 
+def sized_by_accesses(buffers: tuple[Buffer, ...], body: tuple[Node, ...], unsized: set[str]) -> tuple[Buffer, ...]:
+    """``buffers`` with the first extent of each one in ``unsized`` (a pointer's) made what the accesses of the
+    loop tree ``body`` reach: one past the largest first index (an index below 0 is refused)."""
+    touched: dict[str, isl.Set] = {}
+    for c, loops in walk_computations(body):
+        for r in [c.target, *reads(c.rhs)]:
+            if r.buffer in unsized:
+                first = access_map(c, loops, r).range().project_out(isl.dim_type.set, 1, len(r.index) - 1)
+                touched[r.buffer] = touched[r.buffer].union(first) if r.buffer in touched else first
+    extents = {}
+    for name, reached in touched.items():
+        if reached.is_empty():
+            extents[name] = 1
+            continue
+        lo, hi = (int(x.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
+                  for x in (reached.lexmin(), reached.lexmax()))
+        if lo < 0:
+            raise ProgramError(f"an access of {name!r} reaches index {lo} of its first dimension: loopcost reads "
+                               "pointers from their first element on")
+        extents[name] = hi + 1
+    return tuple(Buffer(b.name, (extents.get(b.name, 1), *b.shape[1:]), b.dtype, b.role) if b.name in unsized
+                 else b for b in buffers)
+
+
 def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     """Read ``src``'s region into a Program (named after the function)."""
     given = dict(params or {})
@@ -689,9 +752,13 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
         role = b.role if b.role == "temp" else ("output" if name in t.written else "input")
         buffers.append(Buffer(b.name, b.shape, b.dtype, role))
     try:
-        program = Program(src.name, tuple(buffers), _rebuild(t.stack[0], temps))
+        body = _rebuild(t.stack[0], temps)
+        program = Program(src.name, sized_by_accesses(tuple(buffers), body, t.unsized), body)
     except ProgramError as e:
         raise src.error(src.function, str(e)) from None
+    for name, b in param_buffers.items():  # a pointer the region does not use: one element (or row)
+        param_buffers[name] = (program.buffer(b.name) if b.name in {x.name for x in program.buffers}
+                               else Buffer(b.name, tuple(1 if s == _PROVISIONAL else s for s in b.shape), b.dtype))
     arguments = {b.name: t.arguments[b.name] for b in program.buffers}
     unknown = set(given) - t.size_params
     if unknown:

@@ -109,6 +109,16 @@ def reduction_of(target: Read, value: Expr) -> tuple[str | None, Expr]:
     return None, value
 
 
+def walk_computations(body: tuple[Node, ...], stack: tuple[Loop, ...] = ()
+                      ) -> Iterator[tuple[Computation, tuple[Loop, ...]]]:
+    """Yield (computation, enclosing loops outermost first) of a loop tree."""
+    for n in body:
+        if isinstance(n, Loop):
+            yield from walk_computations(n.body, stack + (n,))
+        else:
+            yield n, stack
+
+
 @dataclass(frozen=True)
 class Program:
     name: str
@@ -138,15 +148,7 @@ class Program:
 
     def walk_computations(self) -> Iterator[tuple[Computation, tuple[Loop, ...]]]:
         """Yield (computation, enclosing loops outermost first)."""
-
-        def rec(nodes, stack):
-            for n in nodes:
-                if isinstance(n, Loop):
-                    yield from rec(n.body, stack + (n,))
-                else:
-                    yield n, stack
-
-        yield from rec(self.body, ())
+        return walk_computations(self.body)
 
     def loops(self) -> list[Loop]:
         """Loops in preorder (the order of their ``for`` in the source)."""

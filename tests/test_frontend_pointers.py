@@ -1,0 +1,104 @@
+"""C files whose arrays come as pointers (``double *A`` indexed ``A[i * m + j]``, ``double (*A)[M]``,
+``double A[][M]``): the first extent is what the region's accesses reach, and the optimized function is a drop-in
+replacement for the original."""
+
+from pathlib import Path
+
+import pytest
+
+from loopcost.errors import CSourceError
+from loopcost.frontend import load_c
+from loopcost.frontend.emit import emit_function
+from loopcost.frontend.linkcheck import link_check
+from loopcost.transforms.schedule import Schedule
+
+
+def c_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "k.c"
+    path.write_text(text)
+    return path
+
+
+MATVEC = """void matvec(int n, int m, const double *A, const double *x, double *y)
+{
+  for (int i = 0; i < n; i++) {
+    double s = 0.0;
+    for (int j = 0; j < m; j++)
+      s += A[i * m + j] * x[j];
+    y[i] = s;
+  }
+}
+"""
+
+
+def shapes(k) -> dict[str, tuple[int, ...]]:
+    return {b.name: b.shape for b in k.program.buffers}
+
+
+def test_a_flattened_matrix_behind_a_pointer_is_read_with_the_extent_its_accesses_reach(tmp_path):
+    k = load_c(c_file(tmp_path, MATVEC), params={"n": 30, "m": 20})
+    assert shapes(k) | {"s": None} == {"A": (600,), "x": (20,), "y": (30,), "s": None}
+    assert {b.name: b.role for b in k.program.buffers if b.name != "s"} == {"A": "input", "x": "input",
+                                                                              "y": "output"}
+    assert k.param_buffers["A"].shape == (600,) and k.arguments["A"] == "A"
+
+
+def test_the_extent_is_exact_over_a_triangular_nest_not_its_bounding_box(tmp_path):
+    text = """void f(int n, double *x, double *y)
+{
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n - i; j++)
+      y[i] += x[i + j];
+}
+"""
+    k = load_c(c_file(tmp_path, text), params={"n": 50})
+    assert shapes(k) == {"x": (50,), "y": (50,)}  # i + j < n: the box of i and j would reach 98
+
+
+def test_rows_behind_a_pointer_and_an_unsized_first_dimension_take_their_extent_from_the_accesses(tmp_path):
+    text = """void f(int n, int m, double (*A)[m], double B[][64], double s)
+{
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < m; j++)
+      B[i][j] = s * A[i][j] + B[i + 1][j];
+}
+"""
+    k = load_c(c_file(tmp_path, text), params={"n": 10, "m": 64})
+    assert shapes(k) == {"A": (10, 64), "B": (11, 64), "s": (1,)}
+
+
+def test_a_dereferenced_pointer_is_its_first_element(tmp_path):
+    text = """void dot(int n, const float *x, const float *y, float *out)
+{
+  *out = 0.0f;
+  for (int i = 0; i < n; i++)
+    *out += x[i] * y[i];
+}
+"""
+    k = load_c(c_file(tmp_path, text), params={"n": 100})
+    assert shapes(k) == {"x": (100,), "y": (100,), "out": (1,)}
+    assert [b.name for b in k.program.outputs()] == ["out"]
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("void f(int n, double **A) { for (int i = 0; i < n; i++) A[i][i] = 0; }", "'A' is a pointer to pointers"),
+    ("void f(int n, double *A[4]) { for (int i = 0; i < n; i++) A[0][i] = 0; }", "'A' is an array of pointers"),
+    ("void f(int n, double *x) { for (int i = 0; i < n; i++) x[i - 1] = 0; }", "reaches index -1"),
+    ("void f(int n, double *x) { for (int i = 0; i < n; i++) { double *p; x[i] = 0; } }", "'p': pointers"),
+    ("void f(int n, double *x) { for (int i = 0; i < n; i++) *(x + i) = 0; }", "pointer operation"),
+    ("void f(int n, double x[4]) { for (int i = 0; i < n; i++) *x = 0; }", "not a pointer to elements"),
+], ids=["pointer to pointers", "array of pointers", "negative index", "local pointer", "arithmetic",
+        "array dereferenced"])
+def test_what_pointers_cannot_express_is_refused_with_the_reason(tmp_path, text, reason):
+    with pytest.raises(CSourceError, match=r"k\.c:1:\d+: ") as e:
+        load_c(c_file(tmp_path, text), params={"n": 4})
+    assert reason in str(e.value), str(e.value)
+
+
+def test_the_optimized_function_of_a_pointer_kernel_is_a_drop_in_replacement(tmp_path):
+    k = load_c(c_file(tmp_path, MATVEC), params={"n": 60, "m": 40})
+    for text in ("", "P(i)", "F(S1,S2,0) T2(i,j,8,8)"):
+        emitted = emit_function(k, Schedule.parse(text).apply(k.program), schedule=text)
+        assert "(void *) A" in emitted  # the user's const pointer passed to the kernel's parameter
+        check = link_check(k, emitted, runs=1)
+        assert check.verified, (text, check.error)
