@@ -105,9 +105,9 @@ def emit_original(k: CKernel, why: str) -> str:
             + _INCLUDES + _typedefs(k) + c_generator.CGenerator().visit(src.function) + "\n")
 
 
-_INCLUDES = "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+_INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
 
 
 def _typedefs(k: CKernel) -> str:
     """The file's typedefs, which the function's signature may use."""
-    return "".join(f"typedef {v} {n};\n" for n, v in k.source.typedefs.items())
+    return "".join(f"typedef {v} {n};\n" for n, v in k.source.own_typedefs.items())

@@ -14,7 +14,7 @@ from ..codegen.harness import PRELUDE, Harness, UserInit, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
 from .parse import CSource, define_flags
-from .translate import CKernel, base_type
+from .translate import INDEX, CKernel, base_type
 
 ORIGINAL_FLAGS = ("-O3", "-march=native")
 EMITTED_FLAGS = ("-O3", "-march=native", "-fopenmp")
@@ -73,7 +73,7 @@ def drop_in_harness(k: CKernel, candidates: Build | Sequence[Build], reference: 
         if not isinstance(p, c_ast.Decl):
             continue
         dtype, dims = base_type(k.source, p)
-        if not dims and dtype == "int32":
+        if not dims and dtype == INDEX:
             args.append(str(k.params.get(p.name, 1)))
         elif not dims and init is None:
             args.append(repr(next(scalars, 1.0)))

@@ -24,6 +24,15 @@ from pycparser.c_parser import ParseError
 
 from ..errors import CSourceError
 
+#: the integer types of the system headers that loopcost leaves out (``stddef.h``, ``stdint.h``, ...), as glibc
+#: defines them on x86-64 and aarch64 Linux: declared before a file that includes a system header
+STANDARD_TYPES = {"size_t": "unsigned long", "ssize_t": "long", "ptrdiff_t": "long", "intptr_t": "long",
+                  "uintptr_t": "unsigned long", "int8_t": "char", "int16_t": "short", "int32_t": "int",
+                  "int64_t": "long", "uint8_t": "unsigned char", "uint16_t": "unsigned short",
+                  "uint32_t": "unsigned int", "uint64_t": "unsigned long"}
+_STANDARD_PRELUDE = ('# 1 "<standard types>"\n'
+                     + "".join(f"typedef {v} {n};\n" for n, v in STANDARD_TYPES.items()))
+_INTEGER_WORDS = {"int", "long", "short", "char", "unsigned"}
 _INCLUDE = re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE)
 _INCLUDE_NAME = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 
@@ -48,18 +57,40 @@ class CSource:
 
     @functools.cached_property
     def typedefs(self) -> dict[str, str]:
-        """The file's typedefs of plain types: ``typedef char base;`` gives ``{"base": "char"}``."""
+        """The file's typedefs of plain types (``typedef char base;`` gives ``{"base": "char"}``), and the
+        standard ones its system headers would give (``STANDARD_TYPES``)."""
         return {n.name: " ".join(x for x in n.type.type.names if x != "signed") for n in self.ast.ext
                 if isinstance(n, c_ast.Typedef) and isinstance(n.type, c_ast.TypeDecl)
                 and isinstance(n.type.type, c_ast.IdentifierType)}
 
     @property
+    def own_typedefs(self) -> dict[str, str]:
+        """``typedefs`` less the standard ones (a file that includes the system headers has those)."""
+        return {n: v for n, v in self.typedefs.items() if STANDARD_TYPES.get(n) != v}
+
+    def resolve(self, names: list[str]) -> str:
+        """A type's words with the file's typedefs (and the standard ones) spelled out: ``size_t`` is
+        ``unsigned long``; ``signed`` is left out."""
+        name = " ".join(n for n in names if n != "signed")
+        seen = set()
+        while name in self.typedefs and name not in seen:  # typedef char base; base seq[N]
+            seen.add(name)
+            name = self.typedefs[name]
+        return name
+
+    def is_index(self, names: list[str]) -> bool:
+        """Whether a scalar of this type counts: a size or a loop iterator (``int``, ``long``, ``short``,
+        ``unsigned``, ``size_t``...; not ``char``)."""
+        words = self.resolve(names).split()
+        return bool(words) and set(words) <= _INTEGER_WORDS and "char" not in words
+
+    @property
     def int_params(self) -> list[str]:
-        """Names of the function's ``int`` parameters (the sizes ``--param`` sets)."""
+        """Names of the function's integer parameters (the sizes ``--param`` sets)."""
         args = self.function.decl.type.args
         return [p.name for p in (args.params if args else []) if isinstance(p, c_ast.Decl)
                 and isinstance(p.type, c_ast.TypeDecl) and isinstance(p.type.type, c_ast.IdentifierType)
-                and p.type.type.names == ["int"]]
+                and self.is_index(p.type.type.names)]
 
     @property
     def statements(self) -> list[c_ast.Node]:
@@ -83,10 +114,12 @@ def _marker(line: int, path: Path) -> str:
     return f'# {line} "{path}"\n'
 
 
-def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: dict[Path, None] | None = None) -> str:
+def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: dict[Path, None] | None = None,
+                    system: list[str] | None = None) -> str:
     """``path``'s text with its headers expanded (see the module docstring), each line's file and number
-    kept by line markers; ``seen`` gets every file read, in order."""
+    kept by line markers; ``seen`` gets every file read, in order, and ``system`` the system headers left out."""
     seen = {} if seen is None else seen
+    system = [] if system is None else system
     seen[path.resolve()] = None
     try:
         lines = path.read_text().splitlines(keepends=True)
@@ -104,8 +137,10 @@ def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: dict[Pa
         if found is None and m.group(1):
             raise CSourceError(f"{path}:{number}: cannot find \"{name}\" (looked in "
                                f"{', '.join(str(d) for d in folders)}); give its folder with -I DIR")
-        if found is not None and found.resolve() not in seen:
-            out.append(expand_includes(found, include_dirs, seen))
+        if found is None:
+            system.append(name)
+        elif found.resolve() not in seen:
+            out.append(expand_includes(found, include_dirs, seen, system))
         out.append(_marker(number + 1, path))
     return "".join(out)
 
@@ -113,8 +148,10 @@ def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: dict[Pa
 def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None = None,
                include_dirs: Sequence[Path] = (), seen: dict[Path, None] | None = None) -> str:
     """The file after the C preprocessor, its headers expanded (see the module docstring; ``seen`` gets
-    the files read), with line markers that keep every line's file and number."""
-    text = expand_includes(path, include_dirs, seen)
+    the files read), with line markers that keep every line's file and number; after a system header left
+    out, the standard integer types (``STANDARD_TYPES``) are declared first."""
+    system: list[str] = []
+    text = expand_includes(path, include_dirs, seen, system)
     cmd = shlex.split(cc or os.environ.get("CC", "cc")) + ["-E", "-xc", "-"]
     cmd += define_flags(defines)
     try:
@@ -124,7 +161,7 @@ def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None
     if proc.returncode != 0:
         msg = proc.stderr.strip().replace("<stdin>", str(path))
         raise CSourceError(f"{path}: the C preprocessor failed:\n{msg}")
-    return proc.stdout
+    return (_STANDARD_PRELUDE if system else "") + proc.stdout
 
 
 def _compiler_diagnostic(path: Path, defines: dict[str, str] | None, cc: str | None,

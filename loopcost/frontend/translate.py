@@ -97,6 +97,11 @@ def _int_literal(text: str) -> int:
     return int(t)
 
 
+#: fused multiply-adds, read as ``a * b + c``
+_FMA = ("fma", "fmaf")
+#: the type ``base_type`` gives an integer scalar that counts (any width, signed or not, but ``char``): a size
+#: parameter, an int local, a loop iterator
+INDEX = "index"
 #: the first dimension of a pointer (``double *A``, ``double (*A)[M]``) or of ``double A[][M]``: its extent is
 #: what the region's accesses reach (``sized_by_accesses``)
 UNSIZED = c_ast.Constant("int", "UNSIZED")
@@ -123,11 +128,12 @@ def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | No
                           f"{decl.name}[i * m + j]) or double {decl.name}[N][M]")
     if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
         raise src.error(decl, f"the type of {decl.name!r} is not supported (use {_SUPPORTED})")
-    name = " ".join(n for n in t.type.names if n not in ("signed",))
-    seen = set()
-    while name in src.typedefs and name not in seen:  # typedef char base; base seq[N]
-        seen.add(name)
-        name = src.typedefs[name]
+    if not dims and src.is_index(t.type.names):
+        return INDEX, dims
+    name = src.resolve(t.type.names)
+    if "unsigned" in name.split():
+        raise src.error(decl, f"{decl.name!r} has elements of type {name!r}: unsigned arithmetic is not supported "
+                              f"(sizes and loop iterators may be unsigned; elements: {_SUPPORTED})")
     if name not in C_TYPES:
         raise src.error(decl, f"{decl.name!r} has type {name!r}; loopcost supports {_SUPPORTED}")
     return C_TYPES[name], dims
@@ -200,7 +206,7 @@ class _Translator:
             self.bind(decl.name, ("array", name))
             if dims[0] is UNSIZED:
                 self.unsized.add(name)
-        elif dtype == "int32":
+        elif dtype == INDEX:
             self.bind(decl.name, ("size", decl.name) if is_param else ("int", None))
             if is_param:
                 self.size_params.add(decl.name)
@@ -362,10 +368,14 @@ class _Translator:
 
     def call(self, node: c_ast.FuncCall) -> Expr:
         name = node.name.name if isinstance(node.name, c_ast.ID) else _text(node.name)
-        if name not in FROM_C:
+        if name not in FROM_C and name not in _FMA:
             raise self.src.error(node, f"call to unknown function {name!r}; loopcost knows "
-                                       f"{', '.join(sorted(FROM_C))}")
+                                       f"{', '.join(sorted([*FROM_C, *_FMA]))}")
         args = [self.expr(a) for a in (node.args.exprs if node.args else [])]
+        if name in _FMA:  # a * b + c: gcc contracts it back into one fused multiply-add (-ffp-contract=fast)
+            if len(args) != 3:
+                raise self.src.error(node, f"{name} takes 3 arguments, not {len(args)}")
+            return BinOp("+", BinOp("*", args[0], args[1]), args[2])
         try:
             return Call(FROM_C[name], tuple(args))
         except ProgramError as e:
@@ -461,7 +471,7 @@ class _Translator:
             self.arguments[name] = None
             self.bind(decl.name, ("array", name))
             return
-        if dtype == "int32":
+        if dtype == INDEX:
             if decl.init is not None:
                 raise self.src.error(decl, f"int variable {decl.name!r} is initialized; integer variables in "
                                            "the region may only be loop iterators")
@@ -592,7 +602,7 @@ class _Translator:
         if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
             d = init.decls[0]
             dtype, dims = base_type(self.src, d)
-            if dtype != "int32" or dims:
+            if dtype != INDEX or dims:
                 raise self.src.error(node, f"loop iterator {d.name!r} must be an int")
             return d.name, self.affine(d.init), {d.name: ("int", None)}
         if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):

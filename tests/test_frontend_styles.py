@@ -1,5 +1,6 @@
-"""C files whose arrays come as pointers (``double *A`` indexed ``A[i * m + j]``, ``double (*A)[M]``,
-``double A[][M]``): the first extent is what the region's accesses reach, and the optimized function is a drop-in
+"""C as real code writes it: arrays that come as pointers (``double *A`` indexed ``A[i * m + j]``, ``double
+(*A)[M]``, ``double A[][M]``: the first extent is what the region's accesses reach), sizes and iterators of any
+integer type (``size_t`` from a system header, ``unsigned``, ``long``), ``fma``; the optimized function is a drop-in
 replacement for the original."""
 
 from pathlib import Path
@@ -102,3 +103,43 @@ def test_the_optimized_function_of_a_pointer_kernel_is_a_drop_in_replacement(tmp
         assert "(void *) A" in emitted  # the user's const pointer passed to the kernel's parameter
         check = link_check(k, emitted, runs=1)
         assert check.verified, (text, check.error)
+
+
+SAXPY = """#include <stddef.h>
+#include <math.h>
+static inline void saxpy2d(const size_t n, const size_t m, const float a, const float *restrict X,
+                           float *restrict Y)
+{
+  for (size_t i = 0; i < n; ++i)
+    for (unsigned long j = 0; j < m; ++j)
+      Y[i * m + j] = fmaf(a, X[i * m + j], Y[i * m + j]);
+}
+"""
+
+
+def test_sizes_and_iterators_of_any_integer_type_and_the_standard_types_of_system_headers(tmp_path):
+    k = load_c(c_file(tmp_path, SAXPY), params={"n": 16, "m": 8})
+    assert k.source.int_params == ["n", "m"] and k.specialized == {"n": 16, "m": 8}
+    assert shapes(k) == {"a": (1,), "X": (128,), "Y": (128,)}
+    rhs = k.program.computations()[0].rhs  # fmaf(a, X[..], Y[..]) read as a * X[..] + Y[..]
+    assert (rhs.op, rhs.lhs.op, rhs.rhs.buffer) == ("+", "*", "Y")
+    emitted = emit_function(k, Schedule.parse("P(i)").apply(k.program), schedule="P(i)")
+    assert "typedef" not in emitted  # size_t comes from the headers the emitted file includes
+    check = link_check(k, emitted, runs=1)
+    assert check.verified, check.error
+    long_sizes = "void f(long n, unsigned m, double *x) { for (long i = 0; i < n; i++) for (unsigned j = 0; " \
+                 "j < m; j++) x[i * m + j] = 1.0; }"
+    assert shapes(load_c(c_file(tmp_path, long_sizes), params={"n": 3, "m": 5})) == {"x": (15,)}
+
+
+def test_without_a_system_header_its_types_are_not_made_up(tmp_path):
+    with pytest.raises(CSourceError, match="cannot parse"):
+        load_c(c_file(tmp_path, SAXPY.replace("#include <stddef.h>\n#include <math.h>\n", "")),
+               params={"n": 16, "m": 8})
+
+
+def test_unsigned_elements_are_refused_with_the_reason(tmp_path):
+    text = "void f(int n, unsigned char *img) { for (int i = 0; i < n; i++) img[i] = 0; }"
+    with pytest.raises(CSourceError, match=r"k\.c:1:\d+: 'img' has elements of type 'unsigned char': unsigned "
+                                           r"arithmetic is not supported"):
+        load_c(c_file(tmp_path, text), params={"n": 4})
