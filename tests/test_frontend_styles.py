@@ -143,3 +143,41 @@ def test_unsigned_elements_are_refused_with_the_reason(tmp_path):
     with pytest.raises(CSourceError, match=r"k\.c:1:\d+: 'img' has elements of type 'unsigned char': unsigned "
                                            r"arithmetic is not supported"):
         load_c(c_file(tmp_path, text), params={"n": 4})
+
+
+def comps(k) -> list[str]:
+    return [f"{c.target.buffer}{'+' if c.reduction else ''}=" for c in k.program.computations()]
+
+
+def assert_drop_in(k, schedule: str = "") -> None:
+    check = link_check(k, emit_function(k, Schedule.parse(schedule).apply(k.program), schedule=schedule), runs=1)
+    assert check.verified, check.error
+
+
+FORWARD = [
+    # a scalar read in the next statement: its expression, no buffer
+    ("void f(int n, int m, float *out, const float *in, const float *bias) { for (int i = 0; i < n; i++) "
+     "for (int j = 0; j < m; j++) { float v = in[i*m + j] + bias[j]; out[i*m + j] = v > 0.0f ? v : 0.0f; } }",
+     ["out="]),
+    # hoisted out of the inner loop (gemm's i-k-j form): one perfect nest
+    ("void f(int n, double alpha, double A[n][n], double B[n][n], double C[n][n]) { for (int i = 0; i < n; i++) "
+     "for (int k = 0; k < n; k++) { double t = alpha * A[i][k]; for (int j = 0; j < n; j++) "
+     "C[i][j] += t * B[k][j]; } }", ["C+="]),
+    # chained: b reads a
+    ("void f(int n, double *x, double *y) { for (int i = 0; i < n; i++) { double a = x[i] * 2.0; "
+     "double b = a + 1.0; y[i] = b * b; } }", ["y="]),
+    # what its value reads is written before a read: kept in a buffer
+    ("void f(int n, double *x, double *y) { for (int i = 0; i < n; i++) { double t = x[i]; x[i] = 0.0; "
+     "y[i] = t; } }", ["t=", "x=", "y="]),
+    # accumulated: kept in a buffer
+    ("void f(int n, double A[n][n], double *x, double *y) { for (int i = 0; i < n; i++) { double s = 0.0; "
+     "for (int j = 0; j < n; j++) s += A[i][j] * x[j]; y[i] = s; } }", ["s=", "s+=", "y="]),
+]
+
+
+@pytest.mark.parametrize("text,expected", FORWARD, ids=["next statement", "hoisted", "chained", "overwritten",
+                                                        "accumulated"])
+def test_scalars_assigned_once_are_their_expression_where_nothing_they_read_changes(tmp_path, text, expected):
+    k = load_c(c_file(tmp_path, text), params={"n": 24, "m": 16} if "int m" in text else {"n": 24})
+    assert comps(k) == expected
+    assert_drop_in(k)

@@ -640,6 +640,35 @@ class _Translator:
         return lo, hi
 
     # ---- scalar temporaries --------------------------------------------
+    def forward_temps(self) -> dict[str, Expr]:
+        """The scalar temporaries assigned once (``=``) and read only after that, in the same block or loops
+        inside it, while nothing that their value reads is written there: each read becomes the value's
+        expression (``double t = a[i] * s; b[i][j] += t;`` is ``b[i][j] += a[i] * s``), as gcc keeps such a
+        scalar in a register, and the assignment goes. The others get a buffer (``place_temps``)."""
+        once = {n for n, t in self.temps.items() if [k for _, k, _ in t.events].count("w") == 1}
+        out: dict[str, Expr] = {}
+
+        def scan(nodes: list[Node]) -> list[Node]:
+            kept: list[Node] = []
+            for k, n in enumerate(nodes):
+                if isinstance(n, Loop):
+                    kept.append(Loop(n.name, n.lower, n.upper, tuple(scan(list(n.body)))))
+                    continue
+                t = n.target.buffer
+                if t in once and not n.target.index and n.reduction is None and t not in out:
+                    value = _substitute(n.rhs, out)
+                    if _first_event(self.temps[t]) == "w" and not _writes(nodes[k + 1:], {r.buffer for r in
+                                                                                          reads(value)}):
+                        out[t] = value
+                        continue
+                kept.append(n)
+            return kept
+
+        self.stack[0] = scan(self.stack[0])
+        for name in out:
+            del self.temps[name]
+        return out
+
     def place_temps(self) -> dict[str, Read]:
         """A buffer and an index for every scalar temporary (see ``_expansion``)."""
         out = {}
@@ -679,9 +708,19 @@ def _has_array_ref(node: c_ast.Node) -> bool:
     return isinstance(node, c_ast.ArrayRef) or any(_has_array_ref(c) for _, c in node.children())
 
 
-def _substitute(e: Expr, temps: dict[str, Read]) -> Expr:
+def _first_event(t: _Temp) -> str:
+    return t.events[0][1] if t.events else ""
+
+
+def _writes(nodes: list[Node] | tuple[Node, ...], buffers: set[str]) -> bool:
+    """Whether a computation in ``nodes`` (or loops inside them) writes one of ``buffers``."""
+    return any(_writes(n.body, buffers) if isinstance(n, Loop) else n.target.buffer in buffers for n in nodes)
+
+
+def _substitute(e: Expr, temps: dict[str, Expr]) -> Expr:
+    """``e`` with each read of a scalar temporary (no index) replaced by what ``temps`` maps it to."""
     if isinstance(e, Read):
-        return temps[e.buffer] if not e.index else e
+        return _substitute(temps[e.buffer], temps) if not e.index and e.buffer in temps else e
     if isinstance(e, BinOp):
         return BinOp(e.op, _substitute(e.lhs, temps), _substitute(e.rhs, temps))
     if isinstance(e, Call):
@@ -689,7 +728,7 @@ def _substitute(e: Expr, temps: dict[str, Read]) -> Expr:
     return e
 
 
-def _rebuild(nodes: list[Node] | tuple[Node, ...], temps: dict[str, Read]) -> tuple[Node, ...]:
+def _rebuild(nodes: list[Node] | tuple[Node, ...], temps: dict[str, Expr]) -> tuple[Node, ...]:
     out: list[Node] = []
     for n in nodes:
         if isinstance(n, Loop):
@@ -753,6 +792,7 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     if not t.stack[0]:
         raise src.error(src.function, f"the region of {src.name!r} computes nothing (no assignment to an array "
                                       "or scalar)")
+    forwarded = t.forward_temps()
     temps = t.place_temps()
     used = t.read | t.written | set(temps)
     buffers = []
@@ -762,7 +802,7 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
         role = b.role if b.role == "temp" else ("output" if name in t.written else "input")
         buffers.append(Buffer(b.name, b.shape, b.dtype, role))
     try:
-        body = _rebuild(t.stack[0], temps)
+        body = _rebuild(t.stack[0], {**temps, **forwarded})
         program = Program(src.name, sized_by_accesses(tuple(buffers), body, t.unsized), body)
     except ProgramError as e:
         raise src.error(src.function, str(e)) from None
