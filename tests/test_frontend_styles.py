@@ -146,7 +146,7 @@ def test_unsigned_elements_are_refused_with_the_reason(tmp_path):
 
 
 def comps(k) -> list[str]:
-    return [f"{c.target.buffer}{'+' if c.reduction else ''}=" for c in k.program.computations()]
+    return [f"{c.target.buffer}{c.reduction or ''}=" for c in k.program.computations()]
 
 
 def assert_drop_in(k, schedule: str = "") -> None:
@@ -181,3 +181,35 @@ def test_scalars_assigned_once_are_their_expression_where_nothing_they_read_chan
     k = load_c(c_file(tmp_path, text), params={"n": 24, "m": 16} if "int m" in text else {"n": 24})
     assert comps(k) == expected
     assert_drop_in(k)
+
+
+IFS_ON_DATA = [
+    ("void f(int n, double *x) { for (int i = 0; i < n; i++) { if (x[i] < 0.8) x[i] = 0.8; "
+     "else if (x[i] > 1.2) x[i] = 1.2; } }", ["x="]),  # the harness's inputs lie in [0.5, 1.5)
+    ("void f(int n, const double *x, double *out) { double m = x[0]; for (int i = 1; i < n; i++) "
+     "if (x[i] > m) m = x[i]; *out = m; }", ["m=", "m=", "out="]),
+    ("void f(int n, const double *x, const double *y, double *s) { for (int i = 0; i < n; i++) "
+     "if (x[i] > 1.0 && !(y[i] >= 0.75)) *s += x[i] * y[i]; }", ["s+="]),
+    ("void f(int n, double A[n][n], double *r) { for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) "
+     "{ if (A[i][j] < 0.8 || A[j][i] < 0.7) r[i] *= 0.5; else r[i] *= 2.0; } }", ["r*="]),
+]
+
+
+@pytest.mark.parametrize("text,expected", IFS_ON_DATA, ids=["clamp", "running max", "and, not", "or, else"])
+def test_ifs_on_data_are_selects_that_compute_what_the_branches_do(tmp_path, text, expected):
+    k = load_c(c_file(tmp_path, text), params={"n": 24})
+    assert comps(k) == expected
+    assert_drop_in(k)
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("if (x[i] > 0) { x[i] = 1.0; y[i] = 2.0; }", "each of its branches must be one assignment"),
+    ("if (x[i] > 0) x[i] = 1.0; else y[i] = 2.0;", "both branches must assign the same target"),
+    ("if (x[i] > 0) x[i] = 1.0; else x[i] += 2.0;", "with the same operator"),
+    ("if (x[i]) x[i] = 1.0;", "must compare two values"),
+])
+def test_ifs_on_data_that_are_no_select_are_refused_with_the_reason(tmp_path, body, reason):
+    text = f"void f(int n, double *x, double *y) {{ for (int i = 0; i < n; i++) {{ {body} }} }}"
+    with pytest.raises(CSourceError, match=r"k\.c:1:\d+: ") as e:
+        load_c(c_file(tmp_path, text), params={"n": 4})
+    assert reason in str(e.value), str(e.value)

@@ -536,9 +536,9 @@ class _Translator:
             self.read.add(target.buffer)
 
     def if_statement(self, node: c_ast.If) -> None:
-        if _has_array_ref(node.cond):
-            raise self.src.error(node, f"condition '{_text(node.cond)}' reads data: data-dependent control flow "
-                                       "is not supported (conditions must be affine in iterators and sizes)")
+        if self.reads_data(node.cond):
+            self.assignment(self.if_converted(node))
+            return
         conds = self.conditions(node.cond)
         branches = [(conds, node.iftrue)]
         if node.iffalse is not None:
@@ -555,6 +555,47 @@ class _Translator:
             self.statement(body)
             del self.guards[len(self.guards) - len(live):]
             self.path.pop()
+
+    def reads_data(self, node: c_ast.Node) -> bool:
+        """Whether an expression reads an array, a pointer or a floating-point scalar (not only iterators and
+        sizes)."""
+        if isinstance(node, c_ast.ArrayRef) or isinstance(node, c_ast.UnaryOp) and node.op == "*":
+            return True
+        if isinstance(node, c_ast.ID):
+            return any(node.name in scope for scope in self.scopes) and self.lookup(node)[0] in ("temp", "outer",
+                                                                                                  "array")
+        return any(self.reads_data(c) for _, c in node.children())
+
+    def if_converted(self, node: c_ast.If) -> c_ast.Assignment:
+        """An ``if`` on data as one assignment of a select (if-conversion): ``if (c) t = a; else t = b;`` is
+        ``t = c ? a : b``, without ``else`` ``t = c ? a : t``; ``if (c) s += a;`` is ``s += c ? a : 0``; an
+        ``else if`` nests; ``&&``, ``||`` and ``!`` in ``c`` nest selects. Each branch must assign the same
+        target once."""
+        then = self._branch(node.iftrue, node)
+        other = self._branch(node.iffalse, node) if node.iffalse is not None else None
+        if other is not None and (_text(other.lvalue) != _text(then.lvalue) or other.op != then.op):
+            raise self.src.error(node, f"an if on data is read as a select: both branches must assign the same "
+                                       f"target with the same operator ('{_text(then.lvalue)} {then.op}' and "
+                                       f"'{_text(other.lvalue)} {other.op}')")
+        if other is not None:
+            rest = other.rvalue
+        elif then.op == "=":
+            rest = then.lvalue
+        else:
+            rest = c_ast.Constant("int", "1" if then.op in ("*=", "/=") else "0")
+        return c_ast.Assignment(then.op, then.lvalue, _select(node.cond, then.rvalue, rest), node.coord)
+
+    def _branch(self, stmt: c_ast.Node, node: c_ast.If) -> c_ast.Assignment:
+        """The one assignment a branch of an if on data makes (an ``else if``: converted)."""
+        while isinstance(stmt, c_ast.Compound) and len(stmt.block_items or []) == 1:
+            stmt = stmt.block_items[0]
+        if isinstance(stmt, c_ast.If):
+            return self.if_converted(stmt)
+        if isinstance(stmt, c_ast.Assignment) and not isinstance(stmt.rvalue, c_ast.Assignment):
+            return stmt
+        raise self.src.error(stmt if getattr(stmt, "coord", None) else node,
+                             f"condition '{_text(node.cond)}' reads data: an if on data is read as a select, "
+                             "and each of its branches must be one assignment (of the same target)")
 
     def for_loop(self, node: c_ast.For) -> None:
         var, start, decl_scope = self.loop_init(node)
@@ -704,8 +745,15 @@ class _Translator:
         return [n for kind, n in common if kind == "loop"]
 
 
-def _has_array_ref(node: c_ast.Node) -> bool:
-    return isinstance(node, c_ast.ArrayRef) or any(_has_array_ref(c) for _, c in node.children())
+def _select(cond: c_ast.Node, a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
+    """``cond ? a : b`` with ``&&``, ``||`` and ``!`` in ``cond`` as nested selects on single comparisons."""
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
+        return _select(cond.left, _select(cond.right, a, b), b)
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "||":
+        return _select(cond.left, a, _select(cond.right, a, b))
+    if isinstance(cond, c_ast.UnaryOp) and cond.op == "!":
+        return _select(cond.expr, b, a)
+    return c_ast.TernaryOp(cond, a, b, cond.coord)
 
 
 def _first_event(t: _Temp) -> str:
