@@ -213,3 +213,38 @@ def test_ifs_on_data_that_are_no_select_are_refused_with_the_reason(tmp_path, bo
     with pytest.raises(CSourceError, match=r"k\.c:1:\d+: ") as e:
         load_c(c_file(tmp_path, text), params={"n": 4})
     assert reason in str(e.value), str(e.value)
+
+
+HELPERS = """static inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
+static float both(float x) { return sq(relu(x - 1.0f)); }
+static inline float sq(float x) { return x * x; }
+static float lerp(float a, float b, float t) { return a + t * (b - a); }
+void act(int n, float *y, const float *x, const float *z)
+{
+  for (int i = 0; i < n; i++)
+    y[i] = relu(lerp(x[i], z[i], 0.25f)) + both(x[i] - z[i]);
+}
+"""
+
+
+def test_the_files_one_return_functions_are_inlined_and_copied_beside_the_original_code(tmp_path):
+    text = HELPERS.replace("static float both", "static inline float sq(float x);\nstatic float both")
+    k = load_c(c_file(tmp_path, text), function="act", params={"n": 64})
+    assert comps(k) == ["y="] and k.helpers == ("relu", "lerp", "both", "sq")
+    emitted = emit_function(k, Schedule.parse("U(i,4)").apply(k.program), schedule="U(i,4)")
+    assert emitted.count("inline static float sq(float x)") == 2  # declared, then defined: both calls it
+    check = link_check(k, emitted, runs=1)
+    assert check.verified, check.error
+
+
+@pytest.mark.parametrize("helper,reason", [
+    ("static double g(double x) { return x * scale; }", "reads its parameters alone (it reads scale)"),
+    ("static double g(double x) { return x > 1.0 ? g(x / 2.0) : x; }", "g calls itself"),
+    ("static double g(double x) { double y = x * 2.0; return y; }", "whose body is one return statement"),
+    ("static double g(double *p) { return p[0]; }", "only if its parameters are scalars"),
+])
+def test_functions_that_cannot_be_inlined_are_refused_with_the_reason(tmp_path, helper, reason):
+    text = f"{helper}\nvoid f(int n, double scale, double *x) {{ for (int i = 0; i < n; i++) x[i] = g(x[i]); }}"
+    with pytest.raises(CSourceError, match=r"k\.c:\d+:\d+: ") as e:
+        load_c(c_file(tmp_path, text), function="f", params={"n": 4})
+    assert reason in str(e.value), str(e.value)

@@ -10,6 +10,8 @@ drop-in replacement for every input.
 
 from __future__ import annotations
 
+import copy
+
 from pycparser import c_ast, c_generator
 
 from ..codegen.c_source import MACROS, kernel_c
@@ -93,7 +95,7 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
             + (f"\n * schedule: {schedule}" if schedule else "")
             + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
             + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
-    return (head + _INCLUDES + _typedefs(k) + MACROS + _DISJOINT + "\n"
+    return (head + _INCLUDES + _typedefs(k) + MACROS + _DISJOINT + "\n" + _helpers(k)
             + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")
 
 
@@ -102,10 +104,21 @@ def emit_original(k: CKernel, why: str) -> str:
     faster; ``why`` goes into its head comment."""
     src = k.source
     return (f"/* {src.name}, from {src.path.name}: the original function, unchanged by loopcost: {why} */\n"
-            + _INCLUDES + _typedefs(k) + c_generator.CGenerator().visit(src.function) + "\n")
+            + _INCLUDES + _typedefs(k) + _helpers(k) + c_generator.CGenerator().visit(src.function) + "\n")
 
 
 _INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+
+
+def _helpers(k: CKernel) -> str:
+    """Static copies of the file's functions that the original code calls (their bodies are one ``return``;
+    the kernel has them inlined), declared first so that they may call one another."""
+    funcs = [copy.deepcopy(f) for name in k.helpers for f in k.source.ast.ext
+             if isinstance(f, c_ast.FuncDef) and f.decl.name == name]
+    for f in funcs:
+        f.decl.storage, f.decl.funcspec = ["static"], ["inline"]
+    gen = c_generator.CGenerator()
+    return "".join(gen.visit(f.decl) + ";\n" for f in funcs) + "".join(gen.visit(f) + "\n" for f in funcs)
 
 
 def _typedefs(k: CKernel) -> str:

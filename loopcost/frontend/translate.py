@@ -12,6 +12,7 @@ Anything else is refused with the line and the reason.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -68,6 +69,9 @@ class CKernel:
     param_buffers: dict[str, Buffer]
     #: the sizes taken from the file itself (no ``--param`` for them), and where
     from_file: FileSizes = FileSizes({})
+    #: the file's functions that the region calls, inlined (``return EXPR;`` bodies): the original code in the
+    #: emitted file calls them
+    helpers: tuple[str, ...] = ()
 
 
 @dataclass
@@ -159,6 +163,8 @@ class _Translator:
         self.n_ifs = 0
         self.size_params: set[str] = set()
         self.unsized: set[str] = set()  # buffers whose first extent the accesses give
+        self.inlining: set[str] = set()  # the file's functions being inlined (a call of one again recurses)
+        self.helpers: list[str] = []  # the file's functions inlined, in the order first called
 
     # ---- names and scopes ---------------------------------------------
     def fresh(self, name: str) -> str:
@@ -368,6 +374,16 @@ class _Translator:
 
     def call(self, node: c_ast.FuncCall) -> Expr:
         name = node.name.name if isinstance(node.name, c_ast.ID) else _text(node.name)
+        if (inlined := self.inlined(node, name)) is not None:
+            if name in self.inlining:
+                raise self.src.error(node, f"{name} calls itself: recursion is not supported")
+            self.inlining.add(name)
+            if name not in self.helpers:
+                self.helpers.append(name)
+            try:
+                return self.expr(inlined)
+            finally:
+                self.inlining.discard(name)
         if name not in FROM_C and name not in _FMA:
             raise self.src.error(node, f"call to unknown function {name!r}; loopcost knows "
                                        f"{', '.join(sorted([*FROM_C, *_FMA]))}")
@@ -380,6 +396,49 @@ class _Translator:
             return Call(FROM_C[name], tuple(args))
         except ProgramError as e:
             raise self.src.error(node, str(e)) from None
+
+    def inlined(self, node: c_ast.FuncCall, name: str) -> c_ast.Node | None:
+        """A call of a function of the file whose body is ``return EXPR;`` and whose parameters are scalars:
+        ``EXPR`` with each parameter replaced by its argument (None for any other function)."""
+        f = next((f for f in self.src.ast.ext if isinstance(f, c_ast.FuncDef) and f.decl.name == name), None)
+        items = f.body.block_items or [] if f is not None else []
+        if f is None:
+            return None
+        if len(items) != 1 or not isinstance(items[0], c_ast.Return) or items[0].expr is None:
+            raise self.src.error(node, f"{name} is a function of the file: loopcost inlines those whose body is "
+                                       "one return statement (return EXPR;), and no other")
+        params = [p for p in (f.decl.type.args.params if f.decl.type.args else []) if isinstance(p, c_ast.Decl)]
+        args = node.args.exprs if node.args else []
+        if len(args) != len(params):
+            raise self.src.error(node, f"{name} takes {len(params)} arguments, not {len(args)}")
+        if any(not isinstance(p.type, c_ast.TypeDecl) for p in params):
+            raise self.src.error(node, f"{name} is inlined only if its parameters are scalars")
+        by_name = {p.name: a for p, a in zip(params, args, strict=True)}
+        called = {id(c.name) for c in _nodes(items[0].expr) if isinstance(c, c_ast.FuncCall)}
+        other = [n.name for n in _nodes(items[0].expr) if isinstance(n, c_ast.ID) and n.name not in by_name
+                 and id(n) not in called]
+        if other:
+            raise self.src.error(node, f"{name} is inlined only if its return expression reads its parameters "
+                                       f"alone (it reads {', '.join(sorted(set(other)))})")
+
+        class Substitute(c_ast.NodeVisitor):  # on a copy: every parameter read becomes the argument
+            def generic_visit(self, n: c_ast.Node) -> None:
+                for attr in n.__slots__:
+                    child = getattr(n, attr, None)
+                    if isinstance(child, c_ast.ID) and child.name in by_name:
+                        setattr(n, attr, by_name[child.name])
+                    elif isinstance(child, c_ast.Node):
+                        self.visit(child)
+                    elif isinstance(child, list):
+                        setattr(n, attr, [by_name[c.name] if isinstance(c, c_ast.ID) and c.name in by_name else c
+                                          for c in child])
+                        for c in child:
+                            if isinstance(c, c_ast.Node) and not isinstance(c, c_ast.ID):
+                                self.visit(c)
+
+        body = c_ast.Compound([copy.deepcopy(items[0].expr)])
+        Substitute().visit(body)
+        return body.block_items[0]
 
     def array_ref(self, node: c_ast.ArrayRef) -> Read:
         subs = []
@@ -745,6 +804,13 @@ class _Translator:
         return [n for kind, n in common if kind == "loop"]
 
 
+def _nodes(node: c_ast.Node):
+    """``node`` and every node below it."""
+    yield node
+    for _, c in node.children():
+        yield from _nodes(c)
+
+
 def _select(cond: c_ast.Node, a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
     """``cond ? a : b`` with ``&&``, ``||`` and ``!`` in ``cond`` as nested selects on single comparisons."""
     if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
@@ -864,4 +930,4 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
                                       f"parameter (it has {', '.join(sorted(t.size_params)) or 'none'})")
     return CKernel(src, program, arguments, dict(t.used_sizes),
                    {n: v for n, v in t.params.items() if n in t.size_params}, param_buffers,
-                   FileSizes({n: v for n, v in taken.items() if n in t.used_sizes}, found.where))
+                   FileSizes({n: v for n, v in taken.items() if n in t.used_sizes}, found.where), tuple(t.helpers))
