@@ -32,6 +32,13 @@ MATVEC = """void matvec(int n, int m, const double *A, const double *x, double *
 """
 
 
+def assert_refused(tmp_path: Path, text: str, reason: str, **kwargs) -> None:
+    """Reading ``text`` (sizes n=4) fails with ``reason``, located at a line and column of the file."""
+    with pytest.raises(CSourceError, match=r"k\.c:\d+:\d+: ") as e:
+        load_c(c_file(tmp_path, text), params={"n": 4}, **kwargs)
+    assert reason in str(e.value), str(e.value)
+
+
 def shapes(k) -> dict[str, tuple[int, ...]]:
     return {b.name: b.shape for b in k.program.buffers}
 
@@ -91,9 +98,7 @@ def test_a_dereferenced_pointer_is_its_first_element(tmp_path):
 ], ids=["pointer to pointers", "array of pointers", "negative index", "local pointer", "arithmetic",
         "array dereferenced"])
 def test_what_pointers_cannot_express_is_refused_with_the_reason(tmp_path, text, reason):
-    with pytest.raises(CSourceError, match=r"k\.c:1:\d+: ") as e:
-        load_c(c_file(tmp_path, text), params={"n": 4})
-    assert reason in str(e.value), str(e.value)
+    assert_refused(tmp_path, text, reason)
 
 
 def test_the_optimized_function_of_a_pointer_kernel_is_a_drop_in_replacement(tmp_path):
@@ -209,10 +214,8 @@ def test_ifs_on_data_are_selects_that_compute_what_the_branches_do(tmp_path, tex
     ("if (x[i]) x[i] = 1.0;", "must compare two values"),
 ])
 def test_ifs_on_data_that_are_no_select_are_refused_with_the_reason(tmp_path, body, reason):
-    text = f"void f(int n, double *x, double *y) {{ for (int i = 0; i < n; i++) {{ {body} }} }}"
-    with pytest.raises(CSourceError, match=r"k\.c:1:\d+: ") as e:
-        load_c(c_file(tmp_path, text), params={"n": 4})
-    assert reason in str(e.value), str(e.value)
+    assert_refused(tmp_path, f"void f(int n, double *x, double *y) {{ for (int i = 0; i < n; i++) {{ {body} }} }}",
+                   reason)
 
 
 HELPERS = """static inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
@@ -244,7 +247,5 @@ def test_the_files_one_return_functions_are_inlined_and_copied_beside_the_origin
     ("static double g(double *p) { return p[0]; }", "only if its parameters are scalars"),
 ])
 def test_functions_that_cannot_be_inlined_are_refused_with_the_reason(tmp_path, helper, reason):
-    text = f"{helper}\nvoid f(int n, double scale, double *x) {{ for (int i = 0; i < n; i++) x[i] = g(x[i]); }}"
-    with pytest.raises(CSourceError, match=r"k\.c:\d+:\d+: ") as e:
-        load_c(c_file(tmp_path, text), function="f", params={"n": 4})
-    assert reason in str(e.value), str(e.value)
+    assert_refused(tmp_path, f"{helper}\nvoid f(int n, double scale, double *x) {{ for (int i = 0; i < n; i++) "
+                             "x[i] = g(x[i]); }", reason, function="f")
