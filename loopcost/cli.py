@@ -128,6 +128,8 @@ def _load(a: argparse.Namespace) -> tuple[Program, CKernel | None]:
     call of the function, one line on stderr says which."""
     program, ckernel = load_kernel(a.kernel, a.size, function=a.function, defines=a.define, params=a.param,
                                    include=a.include)
+    if ckernel is not None and ckernel.source.picked:
+        print(f"loopcost: optimizing {ckernel.source.picked}", file=sys.stderr)
     if ckernel is not None and ckernel.from_file.values:
         taken = ", ".join(f"{n}={v}" for n, v in ckernel.from_file.values.items())
         print(f"loopcost: sizes from {ckernel.from_file.where}: {taken} (--param overrides)", file=sys.stderr)

@@ -249,3 +249,44 @@ def test_the_files_one_return_functions_are_inlined_and_copied_beside_the_origin
 def test_functions_that_cannot_be_inlined_are_refused_with_the_reason(tmp_path, helper, reason):
     assert_refused(tmp_path, f"{helper}\nvoid f(int n, double scale, double *x) {{ for (int i = 0; i < n; i++) "
                              "x[i] = g(x[i]); }", reason, function="f")
+
+
+STEPS = """#define MIN(a,b) ((a) < (b) ? (a) : (b))
+#define MAX(a,b) ((a) > (b) ? (a) : (b))
+#define B 8
+void f(int n, double A[n][n], double T[n][n], double *x)
+{
+  for (int ii = 0; ii < n; ii += B)
+    for (int jj = 0; jj < n; jj += B)
+      for (int i = ii; i < MIN(ii + B, n); i++)
+        for (int j = MAX(jj, 1); j < MIN(jj + B, n); j++)
+          T[j][i] = A[i][j];
+  for (int i = n - 1; i >= 0; i -= 3)
+    x[i] = 2.0 * x[i];
+  for (int i = MAX(1, 0); i <= n - 2; i = i + 2)
+    x[i] += x[i - 1];
+}
+"""
+
+
+def test_loops_of_any_constant_step_and_min_max_bounds_are_read(tmp_path):
+    k = load_c(c_file(tmp_path, STEPS), params={"n": 20})  # 20: the last tile is partial
+    loops = [(lp.name, lp.lower.const, lp.upper.const) for lp in k.program.loops() if not lp.lower.terms]
+    assert loops[:2] == [("ii", 0, 3), ("jj", 0, 3)]  # 20 / 8: three tiles, the last of 4
+    # i = 19, 16, .., 1 and i = 1, 3, .., 17: loops over the steps
+    assert [(lp.lower.const, lp.upper.const) for lp in k.program.loops()[-2:]] == [(0, 7), (0, 9)]
+    transpose = k.program.computations()[0]
+    assert len(transpose.guards) == 3  # i < n, j >= 1, j < n: the bounds the loops do not run to
+    for schedule in ("", "I(i,j)"):
+        assert_drop_in(k, schedule)
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("void f(int n, double *x) { for (int i = 0; i < (n > 3 ? n : 3); i++) x[i] = 0; }", "is not a min of two"),
+    ("void f(int n, double *x) { for (int i = (n < 3 ? n : 3); i < n; i += 2) x[i] = 0; }", "is not a max of two"),
+    ("void f(int n, double *x) { for (int k = 0; k < n; k++) for (int i = (k > 1 ? k : 1); i < n; i += 2) "
+     "x[i] = 0; }", "must step by +1"),
+    ("void f(int n, double *x) { for (int i = 0; i < n; i += n - 4) x[i] = 0; }", "by a positive constant"),
+])
+def test_steps_and_bounds_that_are_not_affine_are_refused_with_the_reason(tmp_path, text, reason):
+    assert_refused(tmp_path, text, reason)

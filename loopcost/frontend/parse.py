@@ -50,6 +50,8 @@ class CSource:
     scop: bool  #: the region is a ``#pragma scop`` region (else the whole body)
     include_dirs: tuple[Path, ...] = ()  #: the ``-I`` folders it was read with
     headers: tuple[Path, ...] = ()  #: the headers it includes (found in its folder or those), in order read
+    #: why this function was chosen when the file has several and none was named ("": named, or the only one)
+    picked: str = ""
 
     @property
     def name(self) -> str:
@@ -215,12 +217,23 @@ def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str,
     if with_scop:
         f, (block, start, stop) = with_scop[0]
         return CSource(path, ast, f, block, start, stop, True, folders, headers)
-    if len(candidates) > 1:
+    looping = [f for f in candidates if any(isinstance(n, c_ast.For) for n in walk_nodes(f.body))]
+    if len(candidates) > 1 and len(looping) != 1:
         raise CSourceError(f"{path}: no #pragma scop region; name the function to optimize with --function "
-                           f"(the file defines {', '.join(f.decl.name for f in funcs)})")
-    f = candidates[0]
+                           f"(the file defines {', '.join(f.decl.name for f in funcs)}"
+                           + (f"; {', '.join(f.decl.name for f in looping)} have loops)" if looping else ")"))
+    f = looping[0] if len(candidates) > 1 else candidates[0]
     items = f.body.block_items or []
-    return CSource(path, ast, f, f.body, 0, len(items), False, folders, headers)
+    picked = (f"{f.decl.name}, the one function of {path.name} with loops (--function picks another)"
+              if len(candidates) > 1 else "")
+    return CSource(path, ast, f, f.body, 0, len(items), False, folders, headers, picked)
+
+
+def walk_nodes(node: c_ast.Node):
+    """``node`` and every node below it."""
+    yield node
+    for _, c in node.children():
+        yield from walk_nodes(c)
 
 
 def _find_scop(func: c_ast.FuncDef, path: Path) -> tuple[c_ast.Compound, int, int] | None:

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 import islpy as isl
 from pycparser import c_ast, c_generator
 
-from ..errors import NotAffineError, ProgramError
+from ..errors import CSourceError, NotAffineError, ProgramError
 from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
 from ..ir.polyhedral import access_map
 from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved, walk_computations
-from .parse import CSource
+from .parse import CSource, walk_nodes
 from .sizes import FileSizes, changed_names, file_sizes
 
 C_TYPES = {"double": "float64", "float": "float32", "int": "int32", "char": "int8", "short": "int16",
@@ -414,8 +414,8 @@ class _Translator:
         if any(not isinstance(p.type, c_ast.TypeDecl) for p in params):
             raise self.src.error(node, f"{name} is inlined only if its parameters are scalars")
         by_name = {p.name: a for p, a in zip(params, args, strict=True)}
-        called = {id(c.name) for c in _nodes(items[0].expr) if isinstance(c, c_ast.FuncCall)}
-        other = [n.name for n in _nodes(items[0].expr) if isinstance(n, c_ast.ID) and n.name not in by_name
+        called = {id(c.name) for c in walk_nodes(items[0].expr) if isinstance(c, c_ast.FuncCall)}
+        other = [n.name for n in walk_nodes(items[0].expr) if isinstance(n, c_ast.ID) and n.name not in by_name
                  and id(n) not in called]
         if other:
             raise self.src.error(node, f"{name} is inlined only if its return expression reads its parameters "
@@ -656,9 +656,31 @@ class _Translator:
                              f"condition '{_text(node.cond)}' reads data: an if on data is read as a select, "
                              "and each of its branches must be one assignment (of the same target)")
 
+    def bounds(self, node: c_ast.Node, kind: str) -> list[Affine]:
+        """An affine loop bound, or the bounds of a min (``kind`` "min") or max ("max") of them written with
+        ``?:`` (``MIN(a, b)`` macros)."""
+        if isinstance(node, c_ast.TernaryOp) and isinstance(node.cond, c_ast.BinaryOp) \
+                and node.cond.op in ("<", "<=", ">", ">="):
+            first, second = _text(node.cond.left), _text(node.cond.right)
+            picked = (_text(node.iftrue), _text(node.iffalse))
+            smaller = (first, second) if node.cond.op in ("<", "<=") else (second, first)
+            if picked == (smaller if kind == "min" else smaller[::-1]):
+                out = self.bounds(node.iftrue, kind) + self.bounds(node.iffalse, kind)
+                consts = [b.const for b in out if not b.terms]  # constants fold into one
+                return [b for b in out if b.terms] + ([Affine.of((min if kind == "min" else max)(consts))]
+                                                       if consts else [])
+            raise self.src.error(node, f"loop bound '{_text(node)}': a loop runs up to a min of bounds, or down to "
+                                       f"a max, and from a max (up) or a min (down); this is not a {kind} of two")
+        return [self.affine(node)]
+
     def for_loop(self, node: c_ast.For) -> None:
-        var, start, decl_scope = self.loop_init(node)
+        var, init, decl_scope = self.loop_init(node)
         step = self.loop_step(node, var)
+        starts = self.bounds(init, "max" if step > 0 else "min")
+        if len(starts) > 1 and step != 1:
+            raise self.src.error(node, f"a loop that starts at a {'max' if step > 0 else 'min'} of bounds must step "
+                                       "by +1")
+        start = starts[0]
         cond = node.cond
         if not isinstance(cond, c_ast.BinaryOp) or cond.op not in ("<", "<=", ">", ">="):
             raise self.src.error(node, "the loop condition must compare the iterator with an affine bound "
@@ -669,20 +691,30 @@ class _Translator:
             op, left, right = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op], right, left
         if not (isinstance(left, c_ast.ID) and left.name == var):
             raise self.src.error(cond, f"the loop condition must compare the iterator {var!r} with a bound")
-        bound = self.affine(right)
-        if var in bound.variables:
+        bounds = self.bounds(right, "min" if op in ("<", "<=") else "max")
+        if any(var in b.variables for b in bounds):
             raise self.src.error(cond, "the loop bound depends on its own iterator")
+        if step > 0 and op not in ("<", "<="):
+            raise self.src.error(cond, f"an increasing loop needs {var} < or <= its bound")
+        if step < 0 and op not in (">", ">="):
+            raise self.src.error(cond, f"a decreasing loop needs {var} > or >= its bound")
         name = self.fresh(var)
         it = Affine.var(name)
-        if step > 0:
-            if op not in ("<", "<="):
-                raise self.src.error(cond, f"an increasing loop needs {var} < or <= its bound")
-            lower, upper, value = start, bound + (1 if op == "<=" else 0), it
-        else:
-            if op not in (">", ">="):
-                raise self.src.error(cond, f"a decreasing loop needs {var} > or >= its bound")
-            low = bound + (1 if op == ">" else 0)
-            lower, upper, value = Affine.of(0), start - low + 1, start - it
+        shift = 1 if op in ("<=", ">=") else 0
+        s = abs(step)
+        guarded = bounds[1:]  # a min (max) of bounds: the loop runs to the first, the others guard its body
+        if s == 1 and step > 0:
+            lower, upper, value = start, bounds[0] + shift, it
+        elif s == 1:
+            lower, upper, value = Affine.of(0), start - bounds[0] + shift, start - it
+        else:  # the loop counts the steps: as many as fit in the span (each guarded if the span is not constant)
+            span = bounds[0] + shift - start if step > 0 else start - bounds[0] + shift
+            lower, value = Affine.of(0), start + it * s if step > 0 else start - it * s
+            upper = Affine.of(max(0, -(-max(self.interval(span)[1], 0) // s)))
+            if span.terms:
+                guarded = bounds
+        guards = [b + shift - value - 1 if step > 0 else value - b + shift - 1 for b in guarded]
+        guards += [value - a for a in starts[1:]]
         lo, _ = self.interval(lower)
         _, hi = self.interval(upper)
         self.ranges[name] = (lo, hi - 1)
@@ -690,45 +722,56 @@ class _Translator:
         self.bind(var, ("iter", value))
         self.path.append(("loop", name))
         self.stack.append([])
+        self.guards.extend(guards)
         self.statement(node.stmt)
+        del self.guards[len(self.guards) - len(guards):]
         body = self.stack.pop()
         self.path.pop()
         self.scopes.pop()
         if body:
             self.stack[-1].append(Loop(name, lower, upper, tuple(body)))
 
-    def loop_init(self, node: c_ast.For) -> tuple[str, Affine, dict]:
+    def loop_init(self, node: c_ast.For) -> tuple[str, c_ast.Node, dict]:
+        """The iterator, its start (an expression) and the scope its declaration opens."""
         init = node.init
         if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
             d = init.decls[0]
             dtype, dims = base_type(self.src, d)
             if dtype != INDEX or dims:
                 raise self.src.error(node, f"loop iterator {d.name!r} must be an int")
-            return d.name, self.affine(d.init), {d.name: ("int", None)}
+            return d.name, d.init, {d.name: ("int", None)}
         if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
             kind, _ = self.lookup(init.lvalue)
             if kind not in ("int", "iter"):
                 raise self.src.error(node, f"loop iterator {init.lvalue.name!r} must be an int variable")
-            return init.lvalue.name, self.affine(init.rvalue), {}
+            return init.lvalue.name, init.rvalue, {}
         raise self.src.error(node, "the loop must start with 'i = START' or 'int i = START'")
 
     def loop_step(self, node: c_ast.For, var: str) -> int:
+        """The constant the loop adds to its iterator each time (i++, i -= 2, i = i + 4, ...; a size or a
+        constant macro may give it)."""
         n = node.next
         if isinstance(n, c_ast.UnaryOp) and isinstance(n.expr, c_ast.ID) and n.expr.name == var:
             if n.op in ("++", "p++"):
                 return 1
             if n.op in ("--", "p--"):
                 return -1
+        step = None
         if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == var:
-            if n.op in ("+=", "-=") and isinstance(n.rvalue, c_ast.Constant) and n.rvalue.value == "1":
-                return 1 if n.op == "+=" else -1
-            if n.op == "=" and isinstance(n.rvalue, c_ast.BinaryOp) and n.rvalue.op in ("+", "-"):
-                r = n.rvalue
-                if (isinstance(r.left, c_ast.ID) and r.left.name == var and isinstance(r.right, c_ast.Constant)
-                        and r.right.value == "1"):
-                    return 1 if r.op == "+" else -1
-        raise self.src.error(node, f"the loop must step its iterator {var!r} by one (i++, i--, i += 1); other "
-                                   "steps are not supported")
+            if n.op in ("+=", "-="):
+                step = (n.rvalue, 1 if n.op == "+=" else -1)
+            elif n.op == "=" and isinstance(n.rvalue, c_ast.BinaryOp) and n.rvalue.op in ("+", "-") \
+                    and isinstance(n.rvalue.left, c_ast.ID) and n.rvalue.left.name == var:
+                step = (n.rvalue.right, 1 if n.rvalue.op == "+" else -1)
+        if step is not None:
+            try:
+                size = self.affine(step[0])
+            except CSourceError:  # not a constant: said below
+                size = Affine.var(var)
+            if not size.terms and size.const > 0:
+                return step[1] * size.const
+        raise self.src.error(node, f"the loop must step its iterator {var!r} by a positive constant (i++, i--, "
+                                   "i += 4, i = i - 2)")
 
     def interval(self, a: Affine) -> tuple[int, int]:
         """Bounds of an affine expression over the ranges of the loops it uses."""
@@ -802,13 +845,6 @@ class _Translator:
         if first_path != tuple(common):
             return []
         return [n for kind, n in common if kind == "loop"]
-
-
-def _nodes(node: c_ast.Node):
-    """``node`` and every node below it."""
-    yield node
-    for _, c in node.children():
-        yield from _nodes(c)
 
 
 def _select(cond: c_ast.Node, a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
