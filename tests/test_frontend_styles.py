@@ -290,3 +290,15 @@ def test_loops_of_any_constant_step_and_min_max_bounds_are_read(tmp_path):
 ])
 def test_steps_and_bounds_that_are_not_affine_are_refused_with_the_reason(tmp_path, text, reason):
     assert_refused(tmp_path, text, reason)
+
+
+def test_the_one_function_with_loops_is_the_kernel_when_none_is_named(tmp_path, capsys):
+    from loopcost.cli import main
+
+    k = load_c(c_file(tmp_path, HELPERS), params={"n": 64})
+    assert k.source.name == "act" and k.source.picked.startswith("act, the one function of k.c with loops")
+    assert main(["show", str(tmp_path / "k.c"), "--param", "n=64"]) == 0
+    assert "loopcost: optimizing act, the one function of k.c with loops" in capsys.readouterr().err
+    two = HELPERS + "void g(int n, float *y) { for (int i = 0; i < n; i++) y[i] = 0.0f; }\n"
+    with pytest.raises(CSourceError, match=r"name the function to optimize with --function .*act, g have loops"):
+        load_c(c_file(tmp_path, two), params={"n": 64})
