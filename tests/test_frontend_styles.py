@@ -302,3 +302,13 @@ def test_the_one_function_with_loops_is_the_kernel_when_none_is_named(tmp_path, 
     two = HELPERS + "void g(int n, float *y) { for (int i = 0; i < n; i++) y[i] = 0.0f; }\n"
     with pytest.raises(CSourceError, match=r"name the function to optimize with --function .*act, g have loops"):
         load_c(c_file(tmp_path, two), params={"n": 64})
+
+
+def test_a_function_with_openmp_pragmas_is_timed_as_its_author_compiles_it(tmp_path):
+    from loopcost.frontend.linkcheck import original
+
+    text = MATVEC.replace("  for (int i", "#pragma omp parallel for\n  for (int i", 1)
+    k = load_c(c_file(tmp_path, text), params={"n": 60, "m": 40})
+    assert original(k).flags[-1] == "-fopenmp"
+    assert "-fopenmp" not in original(load_c(c_file(tmp_path, MATVEC), params={"n": 60, "m": 40})).flags
+    assert_drop_in(k, "P(i)")

@@ -13,7 +13,7 @@ from ..codegen.compiler import Toolchain, Unit
 from ..codegen.harness import PRELUDE, Harness, UserInit, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
-from .parse import CSource, define_flags
+from .parse import CSource, define_flags, walk_nodes
 from .translate import INDEX, CKernel, base_type
 
 ORIGINAL_FLAGS = ("-O3", "-march=native")
@@ -112,8 +112,10 @@ class Build:
 
 
 def original(k: CKernel, cc: str = "cc", flags: tuple[str, ...] = ORIGINAL_FLAGS) -> Build:
-    """The user's own file, compiled with ``cc flags`` (gcc -O3 by default)."""
-    return Build(k.source.path.read_text(), cc, flags)
+    """The user's own file, compiled with ``cc flags`` (gcc -O3 by default), and ``-fopenmp`` if its function
+    has OpenMP pragmas (its author compiles it so)."""
+    omp = any(isinstance(n, c_ast.Pragma) and n.string.split()[:1] == ["omp"] for n in walk_nodes(k.source.function))
+    return Build(k.source.path.read_text(), cc, (*flags, "-fopenmp") if omp and "-fopenmp" not in flags else flags)
 
 
 def link_checks(k: CKernel, candidates: Sequence[Build | str], *, reference: Build | None = None, runs: int = 3,
