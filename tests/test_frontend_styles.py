@@ -312,3 +312,26 @@ def test_a_function_with_openmp_pragmas_is_timed_as_its_author_compiles_it(tmp_p
     assert original(k).flags[-1] == "-fopenmp"
     assert "-fopenmp" not in original(load_c(c_file(tmp_path, MATVEC), params={"n": 60, "m": 40})).flags
     assert_drop_in(k, "P(i)")
+
+
+MALLOC = """#include <stdlib.h>
+void two_pass(int n, const double *x, double *y)
+{
+  double *t = (double *) malloc(n * sizeof(double));
+  for (int i = 0; i < n; i++)
+    t[i] = x[i] * x[i];
+  for (int i = 1; i < n - 1; i++)
+    y[i] = t[i - 1] + t[i] + t[i + 1];
+  free(t);
+}
+"""
+
+
+def test_a_malloced_array_in_the_region_is_a_temporary_sized_by_its_accesses(tmp_path):
+    k = load_c(c_file(tmp_path, MALLOC), params={"n": 50})
+    assert {b.name: (b.shape, b.role) for b in k.program.buffers} == {
+        "x": ((50,), "input"), "y": ((49,), "output"), "t": ((50,), "temp")}
+    assert_drop_in(k)
+    assert_refused(tmp_path, MALLOC.replace("(double *) malloc(n * sizeof(double))", "calloc(n, sizeof(double))"),
+                   "calloc's zeros would be data")
+    assert_refused(tmp_path, MALLOC.replace("free(t);", "free(y);"), "function calls as statements")

@@ -507,6 +507,10 @@ class _Translator:
         elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
             raise self.src.error(node, f"'{_text(node)}' outside a for header is not supported; write an "
                                        "assignment")
+        elif isinstance(node, c_ast.FuncCall) and _text(node.name) == "free" and node.args is not None \
+                and len(node.args.exprs) == 1 and isinstance(node.args.exprs[0], c_ast.ID) \
+                and self.malloced(node.args.exprs[0]):
+            pass  # a malloc'd temporary's end
         elif type(node) in _UNSUPPORTED:
             raise self.src.error(node, f"{_UNSUPPORTED[type(node)]} are not supported in the region (only for "
                                        "loops with affine bounds, affine ifs and assignments)")
@@ -515,13 +519,27 @@ class _Translator:
         else:
             raise self.src.error(node, f"statement '{_text(node)}' is not supported")
 
+    def malloced(self, node: c_ast.ID) -> bool:
+        """Whether ``node`` names an array the region allocates (``T *p = malloc(...)``)."""
+        kind, what = self.lookup(node)
+        return kind == "array" and what in self.unsized and self.buffers[what].role == "temp"
+
     def declaration(self, decl: c_ast.Decl) -> None:
         if decl.storage:
             raise self.src.error(decl, f"{' '.join(decl.storage)} declarations are not supported in the region")
         dtype, dims = base_type(self.src, decl)
-        if dims and dims[0] is UNSIZED:
+        if dims and dims[0] is UNSIZED and _allocation(decl.init) != "malloc":
             raise self.src.error(decl, f"{decl.name!r}: pointers and arrays without a size declared in the region "
-                                       "are not supported")
+                                       "are not supported, but for T *p = malloc(...)"
+                                 + (" (calloc's zeros would be data: malloc, then assign)"
+                                    if _allocation(decl.init) == "calloc" else ""))
+        if dims and dims[0] is UNSIZED:  # malloc'd: a temporary whose extent its accesses give; free() goes
+            name = self.fresh(decl.name)
+            self.buffers[name] = Buffer(name, self.shape(decl, dims), dtype, "temp")
+            self.arguments[name] = None
+            self.unsized.add(name)
+            self.bind(decl.name, ("array", name))
+            return
         if dims:
             if decl.init is not None:
                 raise self.src.error(decl, f"array initializers are not supported ({decl.name!r})")
@@ -845,6 +863,15 @@ class _Translator:
         if first_path != tuple(common):
             return []
         return [n for kind, n in common if kind == "loop"]
+
+
+def _allocation(init: c_ast.Node | None) -> str | None:
+    """``malloc`` or ``calloc`` if an initializer calls one (cast or not), else None."""
+    while isinstance(init, c_ast.Cast):
+        init = init.expr
+    if isinstance(init, c_ast.FuncCall) and _text(init.name) in ("malloc", "calloc"):
+        return _text(init.name)
+    return None
 
 
 def _select(cond: c_ast.Node, a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
