@@ -12,10 +12,8 @@ Anything else is refused with the line and the reason.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
-import islpy as isl
 from pycparser import c_ast, c_generator
 
 from ..errors import CSourceError, NotAffineError, ProgramError
@@ -23,9 +21,10 @@ from ..ir.affine import Affine
 from ..ir.expr import BinOp, Call, Const, Expr, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
-from ..ir.polyhedral import access_map
-from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved, walk_computations
-from .parse import CSource, walk_nodes
+from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
+from .extents import PROVISIONAL, sized_by_accesses
+from .parse import CSource
+from .rewrite import allocation, free_names, select_of, substituted
 from .sizes import FileSizes, changed_names, file_sizes
 
 C_TYPES = {"double": "float64", "float": "float32", "int": "int32", "char": "int8", "short": "int16",
@@ -109,8 +108,6 @@ INDEX = "index"
 #: the first dimension of a pointer (``double *A``, ``double (*A)[M]``) or of ``double A[][M]``: its extent is
 #: what the region's accesses reach (``sized_by_accesses``)
 UNSIZED = c_ast.Constant("int", "UNSIZED")
-#: the extent an unsized dimension has until the accesses are read (larger than any index they can reach)
-_PROVISIONAL = 2 ** 40
 
 
 def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | None]]:
@@ -226,7 +223,7 @@ class _Translator:
         out = []
         for d in dims:
             if d is UNSIZED:
-                out.append(_PROVISIONAL)
+                out.append(PROVISIONAL)
                 continue
             if d is None:
                 raise self.src.error(decl, f"array {decl.name!r} needs every dimension, e.g. double "
@@ -414,31 +411,11 @@ class _Translator:
         if any(not isinstance(p.type, c_ast.TypeDecl) for p in params):
             raise self.src.error(node, f"{name} is inlined only if its parameters are scalars")
         by_name = {p.name: a for p, a in zip(params, args, strict=True)}
-        called = {id(c.name) for c in walk_nodes(items[0].expr) if isinstance(c, c_ast.FuncCall)}
-        other = [n.name for n in walk_nodes(items[0].expr) if isinstance(n, c_ast.ID) and n.name not in by_name
-                 and id(n) not in called]
+        other = free_names(items[0].expr) - set(by_name)
         if other:
             raise self.src.error(node, f"{name} is inlined only if its return expression reads its parameters "
-                                       f"alone (it reads {', '.join(sorted(set(other)))})")
-
-        class Substitute(c_ast.NodeVisitor):  # on a copy: every parameter read becomes the argument
-            def generic_visit(self, n: c_ast.Node) -> None:
-                for attr in n.__slots__:
-                    child = getattr(n, attr, None)
-                    if isinstance(child, c_ast.ID) and child.name in by_name:
-                        setattr(n, attr, by_name[child.name])
-                    elif isinstance(child, c_ast.Node):
-                        self.visit(child)
-                    elif isinstance(child, list):
-                        setattr(n, attr, [by_name[c.name] if isinstance(c, c_ast.ID) and c.name in by_name else c
-                                          for c in child])
-                        for c in child:
-                            if isinstance(c, c_ast.Node) and not isinstance(c, c_ast.ID):
-                                self.visit(c)
-
-        body = c_ast.Compound([copy.deepcopy(items[0].expr)])
-        Substitute().visit(body)
-        return body.block_items[0]
+                                       f"alone (it reads {', '.join(sorted(other))})")
+        return substituted(items[0].expr, by_name)
 
     def array_ref(self, node: c_ast.ArrayRef) -> Read:
         subs = []
@@ -528,11 +505,11 @@ class _Translator:
         if decl.storage:
             raise self.src.error(decl, f"{' '.join(decl.storage)} declarations are not supported in the region")
         dtype, dims = base_type(self.src, decl)
-        if dims and dims[0] is UNSIZED and _allocation(decl.init) != "malloc":
+        if dims and dims[0] is UNSIZED and allocation(decl.init) != "malloc":
             raise self.src.error(decl, f"{decl.name!r}: pointers and arrays without a size declared in the region "
                                        "are not supported, but for T *p = malloc(...)"
                                  + (" (calloc's zeros would be data: malloc, then assign)"
-                                    if _allocation(decl.init) == "calloc" else ""))
+                                    if allocation(decl.init) == "calloc" else ""))
         if dims and dims[0] is UNSIZED:  # malloc'd: a temporary whose extent its accesses give; free() goes
             name = self.fresh(decl.name)
             self.buffers[name] = Buffer(name, self.shape(decl, dims), dtype, "temp")
@@ -660,7 +637,7 @@ class _Translator:
             rest = then.lvalue
         else:
             rest = c_ast.Constant("int", "1" if then.op in ("*=", "/=") else "0")
-        return c_ast.Assignment(then.op, then.lvalue, _select(node.cond, then.rvalue, rest), node.coord)
+        return c_ast.Assignment(then.op, then.lvalue, select_of(node.cond, then.rvalue, rest), node.coord)
 
     def _branch(self, stmt: c_ast.Node, node: c_ast.If) -> c_ast.Assignment:
         """The one assignment a branch of an if on data makes (an ``else if``: converted)."""
@@ -865,26 +842,6 @@ class _Translator:
         return [n for kind, n in common if kind == "loop"]
 
 
-def _allocation(init: c_ast.Node | None) -> str | None:
-    """``malloc`` or ``calloc`` if an initializer calls one (cast or not), else None."""
-    while isinstance(init, c_ast.Cast):
-        init = init.expr
-    if isinstance(init, c_ast.FuncCall) and _text(init.name) in ("malloc", "calloc"):
-        return _text(init.name)
-    return None
-
-
-def _select(cond: c_ast.Node, a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
-    """``cond ? a : b`` with ``&&``, ``||`` and ``!`` in ``cond`` as nested selects on single comparisons."""
-    if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
-        return _select(cond.left, _select(cond.right, a, b), b)
-    if isinstance(cond, c_ast.BinaryOp) and cond.op == "||":
-        return _select(cond.left, a, _select(cond.right, a, b))
-    if isinstance(cond, c_ast.UnaryOp) and cond.op == "!":
-        return _select(cond.expr, b, a)
-    return c_ast.TernaryOp(cond, a, b, cond.coord)
-
-
 def _first_event(t: _Temp) -> str:
     return t.events[0][1] if t.events else ""
 
@@ -914,30 +871,6 @@ def _rebuild(nodes: list[Node] | tuple[Node, ...], temps: dict[str, Expr]) -> tu
             target = _substitute(n.target, temps)
             out.append(Computation(n.name, target, _substitute(n.rhs, temps), n.reduction, n.guards))
     return tuple(out)
-
-
-def sized_by_accesses(buffers: tuple[Buffer, ...], body: tuple[Node, ...], unsized: set[str]) -> tuple[Buffer, ...]:
-    """``buffers`` with the first extent of each one in ``unsized`` (a pointer's) made what the accesses of the
-    loop tree ``body`` reach: one past the largest first index (an index below 0 is refused)."""
-    touched: dict[str, isl.Set] = {}
-    for c, loops in walk_computations(body):
-        for r in [c.target, *reads(c.rhs)]:
-            if r.buffer in unsized:
-                first = access_map(c, loops, r).range().project_out(isl.dim_type.set, 1, len(r.index) - 1)
-                touched[r.buffer] = touched[r.buffer].union(first) if r.buffer in touched else first
-    extents = {}
-    for name, reached in touched.items():
-        if reached.is_empty():
-            extents[name] = 1
-            continue
-        lo, hi = (int(x.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
-                  for x in (reached.lexmin(), reached.lexmax()))
-        if lo < 0:
-            raise ProgramError(f"an access of {name!r} reaches index {lo} of its first dimension: loopcost reads "
-                               "pointers from their first element on")
-        extents[name] = hi + 1
-    return tuple(Buffer(b.name, (extents.get(b.name, 1), *b.shape[1:]), b.dtype, b.role) if b.name in unsized
-                 else b for b in buffers)
 
 
 def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
@@ -985,7 +918,7 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
         raise src.error(src.function, str(e)) from None
     for name, b in param_buffers.items():  # a pointer the region does not use: one element (or row)
         param_buffers[name] = (program.buffer(b.name) if b.name in {x.name for x in program.buffers}
-                               else Buffer(b.name, tuple(1 if s == _PROVISIONAL else s for s in b.shape), b.dtype))
+                               else Buffer(b.name, tuple(1 if s == PROVISIONAL else s for s in b.shape), b.dtype))
     arguments = {b.name: t.arguments[b.name] for b in program.buffers}
     unknown = set(given) - t.size_params
     if unknown:

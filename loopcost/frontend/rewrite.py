@@ -1,0 +1,64 @@
+"""Rewrites of the C syntax tree before it is read: a call of the file's own function inlined, an ``if`` on data
+as a select, what an initializer allocates."""
+
+from __future__ import annotations
+
+import copy
+
+from pycparser import c_ast
+
+from .parse import walk_nodes
+
+
+def free_names(expr: c_ast.Node) -> set[str]:
+    """The variables ``expr`` reads (the names of the functions it calls left out)."""
+    called = {id(c.name) for c in walk_nodes(expr) if isinstance(c, c_ast.FuncCall)}
+    return {n.name for n in walk_nodes(expr) if isinstance(n, c_ast.ID) and id(n) not in called}
+
+
+def substituted(expr: c_ast.Node, by_name: dict[str, c_ast.Node]) -> c_ast.Node:
+    """A copy of ``expr`` with each variable of ``by_name`` replaced by its expression (a call's arguments for
+    the parameters of the function it calls)."""
+
+    class Substitute(c_ast.NodeVisitor):
+        def generic_visit(self, n: c_ast.Node) -> None:
+            for attr in n.__slots__:
+                child = getattr(n, attr, None)
+                if isinstance(child, c_ast.ID) and child.name in by_name:
+                    setattr(n, attr, by_name[child.name])
+                elif isinstance(child, c_ast.Node):
+                    self.visit(child)
+                elif isinstance(child, list):
+                    setattr(n, attr, [by_name[c.name] if isinstance(c, c_ast.ID) and c.name in by_name else c
+                                      for c in child])
+                    for c in child:
+                        if isinstance(c, c_ast.Node) and not isinstance(c, c_ast.ID):
+                            self.visit(c)
+
+    body = c_ast.Compound([copy.deepcopy(expr)])
+    Substitute().visit(body)
+    return body.block_items[0]
+
+
+def _name(call: c_ast.FuncCall) -> str | None:
+    return call.name.name if isinstance(call.name, c_ast.ID) else None
+
+
+def allocation(init: c_ast.Node | None) -> str | None:
+    """``malloc`` or ``calloc`` if an initializer calls one (cast or not), else None."""
+    while isinstance(init, c_ast.Cast):
+        init = init.expr
+    if isinstance(init, c_ast.FuncCall) and _name(init) in ("malloc", "calloc"):
+        return _name(init)
+    return None
+
+
+def select_of(cond: c_ast.Node, a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
+    """``cond ? a : b`` with ``&&``, ``||`` and ``!`` in ``cond`` as nested selects on single comparisons."""
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
+        return select_of(cond.left, select_of(cond.right, a, b), b)
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "||":
+        return select_of(cond.left, a, select_of(cond.right, a, b))
+    if isinstance(cond, c_ast.UnaryOp) and cond.op == "!":
+        return select_of(cond.expr, b, a)
+    return c_ast.TernaryOp(cond, a, b, cond.coord)
