@@ -335,3 +335,27 @@ def test_a_malloced_array_in_the_region_is_a_temporary_sized_by_its_accesses(tmp
     assert_refused(tmp_path, MALLOC.replace("(double *) malloc(n * sizeof(double))", "calloc(n, sizeof(double))"),
                    "calloc's zeros would be data")
     assert_refused(tmp_path, MALLOC.replace("free(t);", "free(y);"), "function calls as statements")
+
+
+NORM = """#include <math.h>
+double norm2(int n, const double *x)
+{
+  double s = 0.0;
+  for (int i = 0; i < n; i++)
+    s += x[i] * x[i];
+  return sqrt(s);
+}
+"""
+
+
+def test_a_returned_value_is_an_output_the_drop_in_check_compares(tmp_path):
+    k = load_c(c_file(tmp_path, NORM), params={"n": 100})
+    assert k.result == "result" and k.program.buffer("result").role == "output"
+    assert comps(k)[-1] == "result="
+    emitted = emit_function(k, Schedule.parse("U(i,4)").apply(k.program), schedule="U(i,4)")
+    assert "return lc_result;" in emitted
+    assert link_check(k, emitted, runs=1).verified
+    wrong = link_check(k, emitted.replace("return lc_result;", "return 2.0 * lc_result;"), runs=1)
+    assert not wrong.verified and "differs from the original function" in wrong.error
+    assert_refused(tmp_path, NORM.replace("double norm2", "double *norm2").replace("return sqrt(s);", "return 0;"),
+                   "returns a value of a type loopcost does not read")

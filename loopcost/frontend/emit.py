@@ -17,7 +17,7 @@ from pycparser import c_ast, c_generator
 from ..codegen.c_source import MACROS, kernel_c
 from ..ir.program import DTYPES
 from ..ir.state import ProgramState
-from .translate import CKernel
+from .translate import RESULT, CKernel
 
 _MARKER = "LC_REGION_MARKER"
 _DISJOINT = """static int lc_disjoint(const void *a, size_t na, const void *b, size_t nb)
@@ -36,6 +36,8 @@ def region_replacement(k: CKernel, kernel_name: str) -> str:
     gen = c_generator.CGenerator()
     p = k.program
     lines = ["{", "  int lc_done = 0;"]
+    if k.result is not None:  # the kernel writes the returned value here
+        lines.append(f"  {DTYPES[p.buffer(k.result).dtype]} {RESULT};")
     checks = [f"{n} == {v}" for n, v in sorted(k.specialized.items())]
     arrays = [b for b in p.buffers if k.arguments[b.name] is not None and not k.arguments[b.name].startswith("&")]
     for i, x in enumerate(arrays):  # the kernel's restrict parameters: a written array may not overlap another
@@ -64,6 +66,8 @@ def region_replacement(k: CKernel, kernel_name: str) -> str:
     else:
         lines += ["  " + b for b in body]
     original = gen.visit(c_ast.Compound(k.source.statements))
+    if k.result is not None:
+        lines.append(f"  if (lc_done)\n    return {RESULT};")
     lines.append("  if (!lc_done)")
     lines.append(_indent(original.rstrip(), "  "))
     lines.append("}")

@@ -14,7 +14,7 @@ from ..codegen.harness import PRELUDE, Harness, UserInit, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
 from .parse import CSource, define_flags, walk_nodes
-from .translate import INDEX, CKernel, base_type
+from .translate import INDEX, CKernel, base_type, return_type
 
 ORIGINAL_FLAGS = ("-O3", "-march=native")
 EMITTED_FLAGS = ("-O3", "-march=native", "-fopenmp")
@@ -86,9 +86,13 @@ def drop_in_harness(k: CKernel, candidates: Build | Sequence[Build], reference: 
             buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
             args.append(f"(void *) lc_g_{b.name}")
     call = ", ".join(args)
+    store = ""
+    if (dtype := return_type(k.source)) is not None:  # the returned value: an output like the arrays
+        buffers.append(Buffer("lc_returned", (1,), dtype, "output"))
+        store = "lc_g_lc_returned[0] = "
     main = (PRELUDE + "".join(prototype(k.source, f"lc_{role}") + "\n" for role in roles)
-            + driver_c(buffers, [b for b in buffers if b.role == "output"], [f"lc_{role}({call});" for role in roles],
-                       init))
+            + driver_c(buffers, [b for b in buffers if b.role == "output"],
+                       [f"{store}lc_{role}({call});" for role in roles], init))
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
     common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-ffunction-sections", "-fdata-sections")
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),

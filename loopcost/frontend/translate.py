@@ -71,6 +71,8 @@ class CKernel:
     #: the file's functions that the region calls, inlined (``return EXPR;`` bodies): the original code in the
     #: emitted file calls them
     helpers: tuple[str, ...] = ()
+    #: the one-element buffer of the value the function returns (``return EXPR;`` at its end), or None
+    result: str | None = None
 
 
 @dataclass
@@ -140,6 +142,19 @@ def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | No
     return C_TYPES[name], dims
 
 
+#: the local variable of the emitted function that the optimized kernel writes the returned value into
+RESULT = "lc_result"
+
+
+def return_type(src: CSource) -> str | None:
+    """The dtype of the value ``src``'s function returns (None: void, or a type loopcost does not read)."""
+    t = src.function.decl.type.type
+    if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
+        return None
+    name = src.resolve(t.type.names)
+    return None if name == "void" else C_TYPES.get(name)
+
+
 class _Translator:
     def __init__(self, src: CSource, params: dict[str, int]) -> None:
         self.src = src
@@ -162,6 +177,7 @@ class _Translator:
         self.unsized: set[str] = set()  # buffers whose first extent the accesses give
         self.inlining: set[str] = set()  # the file's functions being inlined (a call of one again recurses)
         self.helpers: list[str] = []  # the file's functions inlined, in the order first called
+        self.result: str | None = None  # the buffer of the value the function returns
 
     # ---- names and scopes ---------------------------------------------
     def fresh(self, name: str) -> str:
@@ -454,9 +470,23 @@ class _Translator:
     # ---- statements -----------------------------------------------------
     def statements(self, items: list[c_ast.Node], allow_return: bool = False) -> None:
         for k, item in enumerate(items):
-            if isinstance(item, c_ast.Return) and allow_return and k == len(items) - 1 and item.expr is None:
+            if isinstance(item, c_ast.Return) and allow_return and k == len(items) - 1:
+                if item.expr is not None:
+                    self.returned(item)
                 continue
             self.statement(item)
+
+    def returned(self, node: c_ast.Return) -> None:
+        """``return EXPR;`` ending the function: an assignment of a one-element output (``result``)."""
+        dtype = return_type(self.src)
+        if dtype is None:
+            raise self.src.error(node, f"{self.src.name} returns a value of a type loopcost does not read "
+                                       f"(it reads {_SUPPORTED})")
+        name = self.fresh("result")
+        self.buffers[name] = Buffer(name, (1,), dtype, "output")
+        self.arguments[name] = f"&{RESULT}"
+        self.result = name
+        self.add(Read(name, (Affine.of(0),)), node.expr, "=", node)
 
     def statement(self, node: c_ast.Node) -> None:
         if isinstance(node, c_ast.Compound):
@@ -926,4 +956,5 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
                                       f"parameter (it has {', '.join(sorted(t.size_params)) or 'none'})")
     return CKernel(src, program, arguments, dict(t.used_sizes),
                    {n: v for n, v in t.params.items() if n in t.size_params}, param_buffers,
-                   FileSizes({n: v for n, v in taken.items() if n in t.used_sizes}, found.where), tuple(t.helpers))
+                   FileSizes({n: v for n, v in taken.items() if n in t.used_sizes}, found.where), tuple(t.helpers),
+                   t.result)
