@@ -359,3 +359,47 @@ def test_a_returned_value_is_an_output_the_drop_in_check_compares(tmp_path):
     assert not wrong.verified and "differs from the original function" in wrong.error
     assert_refused(tmp_path, NORM.replace("double norm2", "double *norm2").replace("return sqrt(s);", "return 0;"),
                    "returns a value of a type loopcost does not read")
+
+
+TSVC = """#define LEN 4000
+typedef float real_t;
+real_t a[LEN], b[LEN], c[LEN];
+const real_t half = 0.5f;
+int iterations = 3;
+real_t scale;
+
+void s000(void)
+{
+  for (int nl = 0; nl < iterations; nl++)
+    for (int i = 0; i < LEN; i++)
+      a[i] = b[i] + half * c[i] + scale;
+}
+"""
+
+
+def test_the_files_own_variables_are_read_and_the_emitted_function_reaches_them(tmp_path):
+    k = load_c(c_file(tmp_path, TSVC))
+    assert shapes(k) == {"a": (4000,), "b": (4000,), "c": (4000,), "scale": (1,)}
+    assert k.specialized == {"iterations": 3} and k.globals == {"a": "a", "b": "b", "c": "c", "half": None,
+                                                                 "iterations": None, "scale": "scale"}
+    assert [lp.upper.const for lp in load_c(c_file(tmp_path, TSVC), params={"iterations": 5}).program.loops()][0] == 5
+    emitted = emit_function(k, Schedule.parse("P(i)").apply(k.program), schedule="P(i)")
+    assert "extern float a[4000];" in emitted and "static const float half = 0.5f;" in emitted
+    assert "iterations == 3" in emitted  # the file may change it: the optimized kernel runs only for 3
+    assert_drop_in(k, "P(i)")
+
+
+def test_static_and_extern_variables_of_the_file_are_refused_with_the_reason(tmp_path):
+    assert_refused(tmp_path, TSVC.replace("real_t scale;", "static real_t scale;"), "'scale' is a static variable")
+    assert_refused(tmp_path, TSVC.replace("real_t scale;", "extern real_t scale;"), "definition is in another file")
+
+
+def test_a_kernel_on_the_files_variables_runs_on_random_inputs(tmp_path):
+    from loopcost.frontend.inputs import user_init
+
+    text = TSVC + "void init(void) { for (int i = 0; i < LEN; i++) b[i] = 1.0f; }\n" \
+                  "int main(void) { init(); s000(); return 0; }\n"
+    k = load_c(c_file(tmp_path, text), function="s000")
+    assert user_init(k) is None
+    with pytest.raises(CSourceError, match="--init init: the kernel uses variables of the file"):
+        user_init(k, "init")

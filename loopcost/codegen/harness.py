@@ -256,15 +256,19 @@ def compilers_harness(state: ProgramState, toolchains: dict[str, Toolchain], *, 
     return Harness(tuple(units), tuple(toolchains), tuple(p.outputs()), rtol=rtol)
 
 
-def driver_c(buffers: list[Buffer], outputs: list[Buffer], calls: list[str], init: UserInit | None = None) -> str:
+def driver_c(buffers: list[Buffer], outputs: list[Buffer], calls: list[str], init: UserInit | None = None,
+             storage: dict[str, str] | None = None) -> str:
     """The harness's buffers and ``main`` (see the module docstring): ``calls[k]`` is the C statement that
     runs variant k on the global buffers ``lc_g_NAME``, whose inputs ``init`` makes after the random fill
     when given. Buffers that are not inputs are restored before every run; ``outputs`` are compared with
-    variant 0's."""
+    variant 0's. ``storage``: buffers that are the variables of a user's file (name -> C address), not
+    allocated."""
     ctype = {b.name: DTYPES[b.dtype] for b in buffers}
+    storage = storage or {}
     globals_ = "\n".join(f"static {ctype[b.name]} *lc_g_{b.name};" for b in buffers)
     refs = "\n".join(f"static {ctype[b.name]} *lc_ref_{b.name};" for b in outputs)
-    alloc = "\n".join(f"  lc_g_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));" for b in buffers)
+    alloc = "\n".join(f"  lc_g_{b.name} = ({ctype[b.name]} *) (void *) {storage[b.name]};" if b.name in storage
+                      else f"  lc_g_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));" for b in buffers)
     keep = "\n".join(f"  lc_ref_{b.name} = lc_alloc({b.size}u * sizeof({ctype[b.name]}));\n"
                      f"  memcpy(lc_ref_{b.name}, lc_g_{b.name}, {b.size}u * sizeof({ctype[b.name]}));" for b in outputs)
     fill = "\n".join(f"  {_FILL[b.dtype]}(lc_g_{b.name}, {b.size}u, lc_seed, {k}u);" for k, b in enumerate(buffers))

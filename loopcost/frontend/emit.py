@@ -17,6 +17,7 @@ from pycparser import c_ast, c_generator
 from ..codegen.c_source import MACROS, kernel_c
 from ..ir.program import DTYPES
 from ..ir.state import ProgramState
+from .parse import spell_typedefs
 from .translate import RESULT, CKernel
 
 _MARKER = "LC_REGION_MARKER"
@@ -99,7 +100,7 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
             + (f"\n * schedule: {schedule}" if schedule else "")
             + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
             + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
-    return (head + _INCLUDES + _typedefs(k) + MACROS + _DISJOINT + "\n" + _helpers(k)
+    return (head + _INCLUDES + _typedefs(k) + global_declarations(k) + MACROS + _DISJOINT + "\n" + _helpers(k)
             + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")
 
 
@@ -108,10 +109,27 @@ def emit_original(k: CKernel, why: str) -> str:
     faster; ``why`` goes into its head comment."""
     src = k.source
     return (f"/* {src.name}, from {src.path.name}: the original function, unchanged by loopcost: {why} */\n"
-            + _INCLUDES + _typedefs(k) + _helpers(k) + c_generator.CGenerator().visit(src.function) + "\n")
+            + _INCLUDES + _typedefs(k) + global_declarations(k) + _helpers(k)
+            + c_generator.CGenerator().visit(src.function) + "\n")
 
 
 _INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+
+
+def global_declarations(k: CKernel) -> str:
+    """The file's variables that the region uses, declared: ``extern`` (the user's file defines them), but a
+    ``const`` one with an initializer, copied (``static``)."""
+    out = []
+    for d in k.source.ast.ext:
+        if isinstance(d, c_ast.Decl) and d.name in k.globals:
+            d = copy.deepcopy(d)
+            spell_typedefs(k.source, d)  # the harness's own unit declares them too, without the typedefs
+            if "const" in d.quals and d.init is not None:
+                d.storage = ["static"]
+            else:
+                d.storage, d.init = ["extern"], None
+            out.append(c_generator.CGenerator().visit(d) + ";\n")
+    return "".join(out)
 
 
 def _helpers(k: CKernel) -> str:

@@ -59,6 +59,11 @@ def user_init(k: CKernel, name: str | None = None, defines: dict[str, str] | Non
     """The inputs of ``k``'s file: the function ``name``, or (``name`` None) the call that the kernel's caller
     makes before calling the kernel, to a function of the file, on at least one of the kernel's arrays;
     None when ``name`` is None and there is no such call."""
+    if any(b is not None for b in k.globals.values()):  # its unit would define the file's variables again
+        if name is None:
+            return None
+        raise CSourceError(f"{k.source.path}: --init {name}: the kernel uses variables of the file; its own inputs "
+                           "are not supported then (--init none: random ones)")
     functions, site = _functions(k), _site(k)
     if name is not None and name not in functions:
         raise CSourceError(f"{k.source.path}: --init {name}: the file defines no function {name!r} (it defines "

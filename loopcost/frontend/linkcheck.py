@@ -13,7 +13,8 @@ from ..codegen.compiler import Toolchain, Unit
 from ..codegen.harness import PRELUDE, Harness, UserInit, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
-from .parse import CSource, define_flags, walk_nodes
+from .emit import global_declarations
+from .parse import CSource, define_flags, spell_typedefs, walk_nodes
 from .translate import INDEX, CKernel, base_type, return_type
 
 ORIGINAL_FLAGS = ("-O3", "-march=native")
@@ -25,15 +26,7 @@ def prototype(src: CSource, name: str, function: c_ast.FuncDef | None = None) ->
     out (the harness that declares it does not see the file's typedefs)."""
     decl = copy.deepcopy((function or src.function).decl)
     decl.storage, decl.funcspec = [], []  # declared here, defined (made visible) in another unit
-
-    class Spell(c_ast.NodeVisitor):
-        def visit_IdentifierType(self, node: c_ast.IdentifierType) -> None:
-            seen = set()
-            while " ".join(node.names) in src.typedefs and " ".join(node.names) not in seen:
-                seen.add(" ".join(node.names))
-                node.names = src.typedefs[" ".join(node.names)].split()
-
-    Spell().visit(decl)
+    spell_typedefs(src, decl)
     t = decl.type.type
     while not isinstance(t, c_ast.TypeDecl):
         t = t.type
@@ -85,14 +78,20 @@ def drop_in_harness(k: CKernel, candidates: Build | Sequence[Build], reference: 
             b = k.param_buffers[p.name]
             buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
             args.append(f"(void *) lc_g_{b.name}")
+    storage = {}
+    for g, name in k.globals.items():  # the file's variables: the harness's buffers are theirs
+        if name is not None and name in {b.name for b in k.program.buffers}:
+            b = k.program.buffer(name)
+            buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
+            storage[b.name] = g if k.arguments[b.name] == g else f"&{g}"
     call = ", ".join(args)
     store = ""
     if (dtype := return_type(k.source)) is not None:  # the returned value: an output like the arrays
         buffers.append(Buffer("lc_returned", (1,), dtype, "output"))
         store = "lc_g_lc_returned[0] = "
-    main = (PRELUDE + "".join(prototype(k.source, f"lc_{role}") + "\n" for role in roles)
+    main = (PRELUDE + global_declarations(k) + "".join(prototype(k.source, f"lc_{role}") + "\n" for role in roles)
             + driver_c(buffers, [b for b in buffers if b.role == "output"],
-                       [f"{store}lc_{role}({call});" for role in roles], init))
+                       [f"{store}lc_{role}({call});" for role in roles], init, storage))
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))
     common = (*define_flags(defines), *(f"-I{d}" for d in folders), "-ffunction-sections", "-fdata-sections")
     units = (Unit(main, Toolchain(flags=("-O2", "-fopenmp"))),

@@ -229,6 +229,20 @@ def parse_c(path: str | Path, *, function: str | None = None, defines: dict[str,
     return CSource(path, ast, f, f.body, 0, len(items), False, folders, headers, picked)
 
 
+def spell_typedefs(src: CSource, node: c_ast.Node) -> None:
+    """Spell out, in place, the file's typedef names in the types below ``node`` (for a unit that does not
+    see the file's typedefs)."""
+
+    class Spell(c_ast.NodeVisitor):
+        def visit_IdentifierType(self, n: c_ast.IdentifierType) -> None:
+            seen = set()
+            while " ".join(n.names) in src.typedefs and " ".join(n.names) not in seen:
+                seen.add(" ".join(n.names))
+                n.names = src.typedefs[" ".join(n.names)].split()
+
+    Spell().visit(node)
+
+
 def walk_nodes(node: c_ast.Node):
     """``node`` and every node below it."""
     yield node

@@ -73,6 +73,8 @@ class CKernel:
     helpers: tuple[str, ...] = ()
     #: the one-element buffer of the value the function returns (``return EXPR;`` at its end), or None
     result: str | None = None
+    #: the file's variables the region uses (C names), and the buffer of each that is one
+    globals: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,6 +180,10 @@ class _Translator:
         self.inlining: set[str] = set()  # the file's functions being inlined (a call of one again recurses)
         self.helpers: list[str] = []  # the file's functions inlined, in the order first called
         self.result: str | None = None  # the buffer of the value the function returns
+        ext = src.ast.ext
+        self.file_globals = {d.name: d for d in ext[:ext.index(src.function)] if isinstance(d, c_ast.Decl)
+                             and d.name and not isinstance(d.type, c_ast.FuncDecl)}  # the file's variables
+        self.globals: list[str] = []  # those the region uses, in the order first used
 
     # ---- names and scopes ---------------------------------------------
     def fresh(self, name: str) -> str:
@@ -193,8 +199,36 @@ class _Translator:
         for scope in reversed(self.scopes):
             if node.name in scope:
                 return scope[node.name]
-        raise self.src.error(node, f"{node.name!r} is not declared (globals are not supported: pass it as a "
-                                   "parameter)")
+        if node.name in self.file_globals:
+            self.declare_global(self.file_globals[node.name])
+            return self.scopes[0][node.name]
+        raise self.src.error(node, f"{node.name!r} is not declared")
+
+    def declare_global(self, decl: c_ast.Decl) -> None:
+        """A variable of the file, declared on its first use: an array or a floating-point scalar is passed to
+        the kernel as a parameter's would be; an int is a size (its initializer the value, unless ``--param``
+        gives one); a ``const`` one with a constant initializer is that constant."""
+        if {"static", "extern"} & set(decl.storage) and not ("const" in decl.quals and decl.init is not None):
+            why = ("a static variable of the file: the emitted function, another file linked beside yours, cannot "
+                   "reach it (drop static, or pass it as a parameter)" if "static" in decl.storage else
+                   "an extern variable: its definition is in another file (pass it as a parameter)")
+            raise self.src.error(decl, f"{decl.name!r} is {why}")
+        self.globals.append(decl.name)
+        dtype, dims = base_type(self.src, decl)
+        scopes, self.scopes = self.scopes, self.scopes[:1]  # bound with the parameters
+        try:
+            if not dims and "const" in decl.quals and decl.init is not None:
+                v = self.value(decl.init)
+                if isinstance(v, int | Const):
+                    self.bind(decl.name, ("const", Const(v) if isinstance(v, int) else v))
+                    return
+            if not dims and dtype == INDEX and decl.init is not None and decl.name not in self.params:
+                v = self.value(decl.init)
+                if isinstance(v, int):
+                    self.params[decl.name] = v
+            self.declare_outside(decl, is_param=True)
+        finally:
+            self.scopes = scopes
 
     def size(self, node: c_ast.ID, name: str) -> int:
         if name not in self.params:
@@ -646,8 +680,8 @@ class _Translator:
         if isinstance(node, c_ast.ArrayRef) or isinstance(node, c_ast.UnaryOp) and node.op == "*":
             return True
         if isinstance(node, c_ast.ID):
-            return any(node.name in scope for scope in self.scopes) and self.lookup(node)[0] in ("temp", "outer",
-                                                                                                  "array")
+            known = any(node.name in scope for scope in self.scopes) or node.name in self.file_globals
+            return known and self.lookup(node)[0] in ("temp", "outer", "array")
         return any(self.reads_data(c) for _, c in node.children())
 
     def if_converted(self, node: c_ast.If) -> c_ast.Assignment:
@@ -957,4 +991,4 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     return CKernel(src, program, arguments, dict(t.used_sizes),
                    {n: v for n, v in t.params.items() if n in t.size_params}, param_buffers,
                    FileSizes({n: v for n, v in taken.items() if n in t.used_sizes}, found.where), tuple(t.helpers),
-                   t.result)
+                   t.result, {g: next((b for b, c in arguments.items() if c in (g, f"&{g}")), None) for g in t.globals})
