@@ -403,3 +403,25 @@ def test_a_kernel_on_the_files_variables_runs_on_random_inputs(tmp_path):
     assert user_init(k) is None
     with pytest.raises(CSourceError, match="--init init: the kernel uses variables of the file"):
         user_init(k, "init")
+
+
+def test_libm_functions_beyond_the_basic_ones_are_read_and_emitted(tmp_path):
+    text = ("#include <math.h>\nvoid polar(int n, const double *x, const double *y, double *r, float *t) { "
+            "for (int i = 0; i < n; i++) { r[i] = hypot(x[i], y[i]) + log1p(fabs(x[i])); "
+            "t[i] = atan2f((float) y[i], (float) x[i]) + cbrtf((float) x[i]); } }")
+    k = load_c(c_file(tmp_path, text), params={"n": 64})
+    assert sorted({c.fn for comp in k.program.computations() for c in walk_calls(comp.rhs)}) == [
+        "abs", "atan2", "cbrt", "hypot", "log1p"]
+    assert_drop_in(k, "U(i,4)")
+
+
+def walk_calls(e):
+    from loopcost.ir.expr import BinOp, Call
+
+    if isinstance(e, Call):
+        yield e
+        for a in e.args:
+            yield from walk_calls(a)
+    elif isinstance(e, BinOp):
+        yield from walk_calls(e.lhs)
+        yield from walk_calls(e.rhs)

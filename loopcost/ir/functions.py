@@ -6,12 +6,15 @@ from __future__ import annotations
 #: the IR's value selects: ``select_lt(a, b, x, y)`` is C's ``a < b ? x : y``
 SELECTS = {"select_lt": "<", "select_le": "<=", "select_eq": "==", "select_ne": "!="}
 #: every math function of the IR and its arity
+_LIBM_1 = ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "tan", "asin", "acos", "atan", "sinh", "cosh",
+           "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "ceil", "round", "trunc", "erf")
+_LIBM_2 = ("pow", "atan2", "fmod", "hypot", "copysign")
 CALLS = {
-    "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "abs": 1,
-    "floor": 1, "neg": 1, "min": 2, "max": 2, "pow": 2, **dict.fromkeys(SELECTS, 4),
+    **dict.fromkeys(_LIBM_1, 1), "abs": 1, "neg": 1, "min": 2, "max": 2, **dict.fromkeys(_LIBM_2, 2),
+    **dict.fromkeys(SELECTS, 4),
 }
 #: the IR functions that libm has under the same name (``sqrt``; ``sqrtf`` on float)
-LIBM = ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "pow")
+LIBM = _LIBM_1 + _LIBM_2
 _ABS = {"int8": "abs", "int16": "abs", "int32": "abs", "int64": "labs", "float32": "fabsf", "float64": "fabs"}
 #: the libc and libm functions that generated C calls
 C_CALLED = frozenset({*LIBM, *(f + "f" for f in LIBM), *_ABS.values()})
