@@ -62,6 +62,7 @@ def bench_case(name: str, out_dir: Path) -> dict:
     check = report.get("drop_in_check") or {}
     return {**row, "schedule": report["schedule"], "measured_speedup": report["measured_speedup"],
             "search_time_s": report["search_time_s"], "measurements": report["measurements"],
+            "reused": report.get("reused", 0),
             "written": check.get("schedule"), "verified": check.get("verified"),
             "speedup_over_original": check.get("speedup_over_original"),
             "original_median_s": check.get("original_median_s"), "emitted_median_s": check.get("emitted_median_s"),
@@ -69,17 +70,17 @@ def bench_case(name: str, out_dir: Path) -> dict:
 
 
 def table(rows: list[dict], header: str) -> str:
-    lines = [header, "", "| case | exercises | written schedule | over the original | original s | search s | "
-             "linked |", "|---|---|---|---:|---:|---:|---:|"]
+    lines = [header, "", "| case | exercises | written schedule | over the original | original ms | search s | "
+             "measured (from the store) | linked |", "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['case']} | {r['exercises']} | error: {r['error']} | | | | |")
+            lines.append(f"| {r['case']} | {r['exercises']} | error: {r['error']} | | | | | |")
             continue
         written = "the original (no candidate beat it)" if r["written"] is None else f"`{r['written'] or '(none)'}`"
         ratio = f"{r['speedup_over_original']:.2f}x" if r["verified"] and r["speedup_over_original"] else \
             "not verified"
-        lines.append(f"| {r['case']} | {r['exercises']} | {written} | {ratio} | {r['original_median_s']:.4f} | "
-                     f"{r['search_time_s']:.0f} | {len(r['tried'])} |")
+        lines.append(f"| {r['case']} | {r['exercises']} | {written} | {ratio} | {1e3 * r['original_median_s']:.3g} | "
+                     f"{r['search_time_s']:.0f} | {r['measurements']} ({r['reused']}) | {len(r['tried'])} |")
     ok = [r["speedup_over_original"] for r in rows if r.get("verified") and r.get("speedup_over_original")]
     if ok:
         lines.append(f"\ngeometric mean over the original: **{statistics.geometric_mean(ok):.2f}x** ({len(ok)} of "
@@ -110,7 +111,8 @@ def main() -> None:
               f"fingerprint {fingerprint(info)}). The files are in `bench/user_c`; each row is the command's own "
               f"drop-in check: the written function and the original (gcc -O3 -march=native; with -fopenmp when "
               f"it has OpenMP pragmas) linked into one harness, outputs compared, then timed side by side (median "
-              f"of 3). \"linked\": candidates linked beside the original before one beat it. Raw rows: "
+              f"of 3). \"linked\": candidates linked beside the original before one beat it; \"from the store\": the "
+              f"search's measurements this machine had taken before (seconds then, not minutes). Raw rows: "
               f"`{jsonl.name}`.\n")
     Path(args.out).write_text(table(rows, header))
     print(f"wrote {args.out}")
