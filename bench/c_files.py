@@ -44,7 +44,7 @@ def bench_file(path: Path, args, model) -> dict:
     k = load_c(path, defines=defines, params=params)
     r = optimize(k.program, method=args.search, model=model, budget=args.budget, top_k=args.top_k)
     # what `loopcost optimize --emit-c` writes (the original, unchanged, when no candidate beat it), timed again below
-    emitted, check = choose_drop_in(k, sorted(r.measured, key=lambda sv: -sv[1]), defines)
+    emitted, check = choose_drop_in(k, r.measured, defines)
     row = {"file": path.name, "schedule": str(r.schedule), "written": check["schedule"], "search_s": r.search_time_s,
            "harness_speedup": r.measured_speedup}
     columns = {"loopcost": emitted, "polly": Build(k.source.path.read_text(), CLANG, POLLY),

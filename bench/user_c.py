@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from report import head_commit
+from report import head_commit, write_rows
 
 from loopcost.codegen.compiler import Toolchain
 from loopcost.database.fingerprint import fingerprint, machine_info
@@ -105,7 +105,7 @@ def main() -> None:
             rows.append(row)
             print(name, row.get("speedup_over_original") or row.get("error"), flush=True)
     jsonl = Path(args.out).with_suffix(".jsonl")
-    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_rows(jsonl, rows)
     header = (f"# C as users write it: what `loopcost optimize FILE --emit-c` writes, over the original\n\n"
               f"`python bench/user_c.py` ({time.strftime('%Y-%m-%d')}, commit {head_commit()}, {info.get('cpu')}, "
               f"fingerprint {fingerprint(info)}). The files are in `bench/user_c`; each row is the command's own "

@@ -393,8 +393,8 @@ def cmd_optimize(a: argparse.Namespace) -> int:
             from .frontend.emit import emit_function
 
             if a.measure and r.verified:  # the written function is the fastest of those measured beside the original
-                code, out["drop_in_check"] = choose_drop_in(
-                    ckernel, sorted(r.measured, key=lambda sv: -sv[1]), parse_pairs(a.define, "-D", False), init=init)
+                code, out["drop_in_check"] = choose_drop_in(ckernel, r.measured, parse_pairs(a.define, "-D", False),
+                                                            init=init)
             else:
                 code = emit_function(ckernel, r.state, schedule=str(r.schedule))
         if a.emit_c == "-":

@@ -20,12 +20,12 @@ def choose_drop_in(k: CKernel, measured: Sequence[tuple[str, float]], defines: d
                    runner: Runner | None = None) -> tuple[str, dict]:
     """The C file to write for ``k`` and its report (``drop_in_check``).
 
-    ``measured``: the search's candidates as (schedule, measured speedup over the unscheduled program), best
-    first. The best is emitted and linked beside the original; when it differs from it or runs slower, the next
+    ``measured``: the search's candidates as (schedule, measured speedup over the unscheduled program). The
+    best is emitted and linked beside the original; when it differs from it or runs slower, the next
     ``limit - 1`` that measured (speedup > 0) are, side by side in one harness, and the fastest verified one
     that is not slower than the original is written. When none is, the original function is written unchanged
     (``schedule`` None in the report). ``tried`` lists every candidate checked."""
-    order = list(dict.fromkeys(s for s, v in measured if v > 0))
+    order = list(dict.fromkeys(s for s, v in sorted(measured, key=lambda sv: -sv[1]) if v > 0))
     if not order:
         raise ValueError("no measured candidate to emit")
     codes = {s: emit_function(k, Schedule.parse(s).apply(k.program), schedule=s) for s in order[:limit]}
@@ -42,12 +42,12 @@ def choose_drop_in(k: CKernel, measured: Sequence[tuple[str, float]], defines: d
               "tried": [{"schedule": s, "verified": m.verified, "speedup_over_original": _ratio(m),
                          "error": m.error} for s, m in tried]}
     if wins:
-        s, m = max(wins, key=lambda sm: _ratio(sm[1]))
+        s, m = max(wins, key=lambda sm: sm[1].speedup)
         return codes[s], {"schedule": s, **_check(m), **report}
     verified = [(s, m) for s, m in tried if m.verified]
     if verified:
-        s, m = max(verified, key=lambda sm: _ratio(sm[1]) or 0.0)
-        why = f"no candidate ran faster than it (the best, {s or '(none)'}, at {_ratio(m) or 0:.2f}x)"
+        s, m = max(verified, key=lambda sm: sm[1].speedup or 0.0)
+        why = f"no candidate ran faster than it (the best, {s or '(none)'}, at {m.speedup or 0:.2f}x)"
         return emit_original(k, why), {"schedule": None, "verified": True, "error": None, "max_rel_error": None,
                                        "speedup_over_original": None, "why": why, **report}
     s, m = tried[0]
@@ -56,12 +56,12 @@ def choose_drop_in(k: CKernel, measured: Sequence[tuple[str, float]], defines: d
 
 
 def _ratio(m: Measurement) -> float | None:
-    """How many times faster than the original the candidate ran (None: it did not run)."""
+    """How many times faster than the original the candidate ran, verified or not (None: it did not run)."""
     return m.reference_median / m.median if m.median and m.reference_median else None
 
 
 def _wins(m: Measurement) -> bool:
-    return m.verified and (_ratio(m) or 0.0) >= 1.0
+    return (m.speedup or 0.0) >= 1.0  # None unless verified
 
 
 def _check(m: Measurement) -> dict:

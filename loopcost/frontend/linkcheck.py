@@ -78,12 +78,10 @@ def drop_in_harness(k: CKernel, candidates: Build | Sequence[Build], reference: 
             b = k.param_buffers[p.name]
             buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
             args.append(f"(void *) lc_g_{b.name}")
-    storage = {}
-    for g, name in k.globals.items():  # the file's variables: the harness's buffers are theirs
-        if name is not None and name in {b.name for b in k.program.buffers}:
-            b = k.program.buffer(name)
-            buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
-            storage[b.name] = g if k.arguments[b.name] == g else f"&{g}"
+    storage = {}  # the file's variables: the harness's buffers are theirs (the kernel's argument: their address)
+    for b in (k.program.buffer(name) for name in k.globals.values() if name is not None):
+        buffers.append(Buffer(b.name, b.shape, b.dtype, "output" if b.name in outputs else "temp"))
+        storage[b.name] = k.arguments[b.name]
     call = ", ".join(args)
     store = ""
     if (dtype := return_type(k.source)) is not None:  # the returned value: an output like the arrays

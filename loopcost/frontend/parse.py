@@ -235,10 +235,8 @@ def spell_typedefs(src: CSource, node: c_ast.Node) -> None:
 
     class Spell(c_ast.NodeVisitor):
         def visit_IdentifierType(self, n: c_ast.IdentifierType) -> None:
-            seen = set()
-            while " ".join(n.names) in src.typedefs and " ".join(n.names) not in seen:
-                seen.add(" ".join(n.names))
-                n.names = src.typedefs[" ".join(n.names)].split()
+            if " ".join(n.names) in src.typedefs:
+                n.names = src.resolve(n.names).split()
 
     Spell().visit(node)
 

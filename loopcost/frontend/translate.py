@@ -448,9 +448,9 @@ class _Translator:
         """A call of a function of the file whose body is ``return EXPR;`` and whose parameters are scalars:
         ``EXPR`` with each parameter replaced by its argument (None for any other function)."""
         f = next((f for f in self.src.ast.ext if isinstance(f, c_ast.FuncDef) and f.decl.name == name), None)
-        items = f.body.block_items or [] if f is not None else []
         if f is None:
             return None
+        items = f.body.block_items or []
         if len(items) != 1 or not isinstance(items[0], c_ast.Return) or items[0].expr is None:
             raise self.src.error(node, f"{name} is a function of the file: loopcost inlines those whose body is "
                                        "one return statement (return EXPR;), and no other")
