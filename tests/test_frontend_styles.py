@@ -425,3 +425,38 @@ def walk_calls(e):
     elif isinstance(e, BinOp):
         yield from walk_calls(e.lhs)
         yield from walk_calls(e.rhs)
+
+
+ITERATOR_VALUES = """void weights(int n, int m, double *A, double *y, const double *x)
+{
+  for (int i = 0; i < n; i++) {
+    int row = i * m;
+    for (int j = 0; j < m; j++) {
+      int at = row + j;
+      A[at] = A[at] * 0.5 + (double) (i - j) / m + j * 0.25;
+    }
+    y[i] = i == 3 ? -1.0 : i * 2.0 + x[i] * (i + 1);
+  }
+}
+"""
+
+
+def test_iterators_are_read_as_values_and_int_names_of_affine_values_as_what_they_name(tmp_path):
+    from loopcost.ir.expr import IterValue, reads, walk
+
+    k = load_c(c_file(tmp_path, ITERATOR_VALUES), params={"n": 12, "m": 20})
+    assert shapes(k) == {"A": (240,), "y": (12,), "x": (12,)}
+    a, y = k.program.computations()
+    assert [str(ix) for ix in a.target.index] == [str(ix) for ix in reads(a.rhs)[0].index] == ["20 * i + j"]
+    assert sorted(str(n.value) for n in walk(a.rhs) if isinstance(n, IterValue)) == ["i - j", "j"]
+    assert sorted(str(n.value) for n in walk(y.rhs) if isinstance(n, IterValue)) == ["i", "i", "i + 1"]
+    assert_drop_in(k)
+    assert_drop_in(k, "T2(i,j,4,8) U(j,4)")
+
+
+def test_an_iterator_value_in_an_integer_computation_is_computed_as_c_does(tmp_path):
+    text = "void f(int n, int *x, const int *y) { for (int i = 0; i < n; i++) x[i] = y[i] * (i - 7) + i % 1; }"
+    with pytest.raises(CSourceError, match="divides a loop iterator as integers"):
+        load_c(c_file(tmp_path, text), params={"n": 40})
+    k = load_c(c_file(tmp_path, text.replace(" + i % 1", "")), params={"n": 40})
+    assert_drop_in(k, "U(i,8)")

@@ -140,3 +140,42 @@ def test_names_that_generated_c_uses_are_refused(name):
         B[i] = A[i]
     with pytest.raises(ProgramError, match="reserved"):
         p.build()
+
+
+def ramp(n: int = 24) -> Program:
+    """``B[i, j] = A[i, j] * (i - j) + j``: loop iterators read as numbers."""
+    p = ProgramBuilder("ramp")
+    A, B = p.input("A", (n, n)), p.output("B", (n, n))
+    with p.loop("i", 0, n) as i, p.loop("j", 0, n) as j:
+        B[i, j] = A[i, j] * (i - j) + j
+    return p.build()
+
+
+def test_iterator_values_round_trip_are_scoped_and_run_under_any_schedule():
+    from loopcost.codegen.c_source import kernel_c
+    from loopcost.features.extract import featurize, program_part
+    from loopcost.features.layout import COMP_FIELDS
+    from loopcost.ir.expr import IterValue
+    from loopcost.transforms.schedule import Schedule
+
+    from .programs import measure_one
+
+    p = ramp()
+    assert Program.from_json(json.loads(json.dumps(p.to_json()))) == p
+    assert "((double)(i - j))" in kernel_c(ProgramState.initial(p)).replace("c1", "i").replace("c3", "j")
+    (comp,) = p.computations()
+    with pytest.raises(ProgramError, match="iterator 'k' is not an enclosing loop"):
+        Program("bad", p.buffers, (replace_rhs(p.body[0], comp.rhs + IterValue(Affine.var("k"))),))
+    assert program_part(p)["S0"][1][COMP_FIELDS.index("n_consts")] == 2  # (i - j) and j: no memory brings them
+    featurize(ProgramState.initial(p))
+    for schedule in ("I(i,j)", "T2(i,j,8,8) V(j,4)", "S(i,j,1) P(i)"):
+        m = measure_one(Schedule.parse(schedule).apply(p))
+        assert m.verified, (schedule, m.error)
+
+
+def replace_rhs(loop, rhs):
+    """``loop`` (two loops around one computation) with the computation's right-hand side ``rhs``."""
+    from dataclasses import replace
+
+    inner = loop.body[0]
+    return replace(loop, body=(replace(inner, body=(replace(inner.body[0], rhs=rhs),)),))

@@ -22,7 +22,7 @@ import islpy as isl
 import numpy as np
 
 from ..ir import quasi
-from ..ir.expr import BinOp, Call, Const, reads, walk
+from ..ir.expr import BinOp, Call, Const, IterValue, reads, walk
 from ..ir.polyhedral import domain_str, points
 from ..ir.program import Program
 from ..ir.state import LoopTag, ProgramState
@@ -108,7 +108,7 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int, np.
                 f[_CF[{"+": "n_add", "-": "n_sub", "*": "n_mul", "/": "n_div"}[n.op]]] += 1
             elif isinstance(n, Call):
                 f[_CF["n_minmax" if n.fn in ("min", "max") else "n_math"]] += 1
-            elif isinstance(n, Const):
+            elif isinstance(n, Const | IterValue):  # a value no memory access brings
                 f[_CF["n_consts"]] += 1
         f[_CF["n_reads"]] = len(accesses) - 1
         f[_CF["reduction"]] = c.reduction is not None

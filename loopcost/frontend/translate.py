@@ -18,7 +18,7 @@ from pycparser import c_ast, c_generator
 
 from ..errors import CSourceError, NotAffineError, ProgramError
 from ..ir.affine import Affine
-from ..ir.expr import BinOp, Call, Const, Expr, Read, reads
+from ..ir.expr import BinOp, Call, Const, Expr, IterValue, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
 from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
@@ -291,7 +291,7 @@ class _Translator:
             return Affine.of(_int_literal(node.value))
         if isinstance(node, c_ast.ID):
             kind, what = self.lookup(node)
-            if kind == "iter":
+            if kind in ("iter", "alias"):
                 return what
             if kind == "size":
                 return Affine.of(self.size(node, what))
@@ -336,8 +336,9 @@ class _Translator:
                                    "expressions (< <= > >= ==) joined by &&")
 
     # ---- values ---------------------------------------------------------
-    def value(self, node: c_ast.Node) -> Expr | int:
-        """A right-hand side: an Expr, or an int for integer constant arithmetic (folded as C does)."""
+    def value(self, node: c_ast.Node) -> Expr | int | Affine:
+        """A right-hand side: an Expr, an int for integer constant arithmetic (folded as C does), or an
+        Affine for integer arithmetic on loop iterators (an ``IterValue`` where it meets data)."""
         if isinstance(node, c_ast.Constant):
             if node.type == "int":
                 return _int_literal(node.value)
@@ -348,9 +349,10 @@ class _Translator:
             kind, what = self.lookup(node)
             if kind == "size":
                 return self.size(node, what)
-            if kind in ("iter", "int"):
-                raise self.src.error(node, f"loop iterator {node.name!r} is used as a value; loopcost "
-                                           "computations read arrays, scalars and constants")
+            if kind in ("iter", "alias"):
+                return what
+            if kind == "int":
+                raise self.src.error(node, f"{node.name!r} is used outside a loop that it is the iterator of")
             if kind == "array":
                 raise self.src.error(node, f"array {node.name!r} is used without subscripts")
             if kind == "const":
@@ -364,22 +366,24 @@ class _Translator:
             v = self.value(node.expr)
             if node.op == "+":
                 return v
-            return -v if isinstance(v, int) else Call("neg", (v,))
+            return -v if isinstance(v, int | Affine) else Call("neg", (v,))
         if isinstance(node, c_ast.Cast):
             to = _text(node.to_type).strip()
             v = self.value(node.expr)
             if to in ("double", "float"):
-                return Const(float(v)) if isinstance(v, int) else v
-            if isinstance(v, int) and to == "int":
+                return Const(float(v)) if isinstance(v, int) else self.expr_of(v)
+            if isinstance(v, int | Affine) and to in ("int", "long"):
                 return v
             raise self.src.error(node, f"cast to {to!r} is not supported")
         if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "%"):
             a, b = self.value(node.left), self.value(node.right)
             if isinstance(a, int) and isinstance(b, int):
                 return self._int_op(node, a, b)
+            if isinstance(a, int | Affine) and isinstance(b, int | Affine):
+                return self._iterator_op(node, Affine.of(a), Affine.of(b))
             if node.op == "%":
                 raise self.src.error(node, f"'%' on floating-point data in '{_text(node)}' is not supported")
-            return BinOp(node.op, Const(a) if isinstance(a, int) else a, Const(b) if isinstance(b, int) else b)
+            return BinOp(node.op, self.expr_of(a), self.expr_of(b))
         if isinstance(node, c_ast.FuncCall):
             return self.call(node)
         if isinstance(node, c_ast.TernaryOp):
@@ -415,9 +419,28 @@ class _Translator:
             return a * b
         return _c_divmod(a, b)[0 if node.op == "/" else 1]
 
+    def _iterator_op(self, node: c_ast.BinaryOp, a: Affine, b: Affine) -> Affine:
+        """Integer arithmetic on loop iterators, as C computes it: affine, or refused."""
+        if node.op in ("/", "%"):
+            raise self.src.error(node, f"'{_text(node)}' divides a loop iterator as integers: not supported "
+                                       "(write a floating-point constant, e.g. i / 2.0, for a number)")
+        if node.op == "*":
+            try:
+                return a * b
+            except NotAffineError:
+                raise self.src.error(node, f"'{_text(node)}' multiplies two loop iterators as integers: not "
+                                           "supported (convert one first, e.g. (double) i * j)") from None
+        return a + b if node.op == "+" else a - b
+
+    @staticmethod
+    def expr_of(v: Expr | int | Affine) -> Expr:
+        """A value as an expression: an int a constant, iterator arithmetic its value."""
+        if isinstance(v, int):
+            return Const(v)
+        return IterValue(v) if isinstance(v, Affine) else v
+
     def expr(self, node: c_ast.Node) -> Expr:
-        v = self.value(node)
-        return Const(v) if isinstance(v, int) else v
+        return self.expr_of(self.value(node))
 
     def call(self, node: c_ast.FuncCall) -> Expr:
         name = node.name.name if isinstance(node.name, c_ast.ID) else _text(node.name)
@@ -589,11 +612,16 @@ class _Translator:
             self.arguments[name] = None
             self.bind(decl.name, ("array", name))
             return
-        if dtype == INDEX:
-            if decl.init is not None:
-                raise self.src.error(decl, f"int variable {decl.name!r} is initialized; integer variables in "
-                                           "the region may only be loop iterators")
-            self.bind(decl.name, ("int", None))
+        if dtype == INDEX:  # an iterator declared apart, or a name for an affine value (int idx = i * m + j)
+            if decl.init is None:
+                self.bind(decl.name, ("int", None))
+                return
+            try:
+                self.bind(decl.name, ("alias", self.affine(decl.init)))
+            except CSourceError as e:
+                raise self.src.error(decl, f"int variable {decl.name!r} is initialized with "
+                                           f"'{_text(decl.init)}': an integer variable in the region must be "
+                                           f"a loop iterator or an affine expression of them ({str(e).split(': ', 1)[-1]})") from None
             return
         name = self.fresh(decl.name)
         self.temps[name] = _Temp(dtype)
@@ -611,9 +639,10 @@ class _Translator:
             target = self.dereference(lv)
         elif isinstance(lv, c_ast.ID):
             kind, what = self.lookup(lv)
-            if kind in ("iter", "int", "size", "const"):
+            if kind in ("iter", "int", "size", "const", "alias"):
                 raise self.src.error(node, f"assignment to integer variable {lv.name!r}: integer variables may "
-                                           "only be loop iterators changed by their for header")
+                                           "only be loop iterators changed by their for header, or names of "
+                                           "one value given where they are declared")
             if kind == "array":
                 raise self.src.error(node, f"assignment to array {lv.name!r} without subscripts")
             target = Read(what, (Affine.of(0),) if kind == "outer" else ())
@@ -801,6 +830,9 @@ class _Translator:
             return d.name, d.init, {d.name: ("int", None)}
         if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
             kind, _ = self.lookup(init.lvalue)
+            if kind == "alias":
+                raise self.src.error(node, f"{init.lvalue.name!r} names a value given where it is declared; "
+                                           "a loop cannot reuse it as its iterator")
             if kind not in ("int", "iter"):
                 raise self.src.error(node, f"loop iterator {init.lvalue.name!r} must be an int variable")
             return init.lvalue.name, init.rvalue, {}

@@ -52,6 +52,14 @@ class Read(Expr):
 
 
 @dataclass(frozen=True, eq=True)
+class IterValue(Expr):
+    """The value of an affine expression of loop iterators (C's ``i * 0.5`` reads ``i`` as a number): an
+    integer, converted to the computation's type where it meets its other operands."""
+
+    value: Affine
+
+
+@dataclass(frozen=True, eq=True)
 class BinOp(Expr):
     op: str
     lhs: Expr
@@ -81,14 +89,11 @@ class Call(Expr):
 
 
 def as_expr(value: object) -> Expr:
-    """Wrap Python numbers as constants; refuse iterators and other objects."""
+    """Wrap Python numbers as constants and iterator expressions as their values; refuse other objects."""
     if isinstance(value, Expr):
         return value
     if isinstance(value, Affine):
-        raise ProgramError(
-            f"loop iterator expression {value} used as a value; only buffer reads and constants "
-            "may appear on the right-hand side"
-        )
+        return IterValue(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return Const(value)
     raise ProgramError(f"{value!r} cannot be used in an expression")
@@ -115,6 +120,8 @@ def expr_to_json(e: Expr) -> object:
         return {"const": e.value}
     if isinstance(e, Read):
         return {"read": e.buffer, "index": [a.to_json() for a in e.index]}
+    if isinstance(e, IterValue):
+        return {"iterators": e.value.to_json()}
     if isinstance(e, BinOp):
         return {"op": e.op, "args": [expr_to_json(e.lhs), expr_to_json(e.rhs)]}
     if isinstance(e, Call):
@@ -132,6 +139,8 @@ def expr_from_json(d: object) -> Expr:
         return Const(v)
     if "read" in d:
         return Read(str(d["read"]), tuple(Affine.from_json(a) for a in d.get("index", [])))
+    if "iterators" in d:
+        return IterValue(Affine.from_json(d["iterators"]))
     if "op" in d:
         a = d.get("args", [])
         if len(a) != 2:
@@ -139,4 +148,4 @@ def expr_from_json(d: object) -> Expr:
         return BinOp(d["op"], expr_from_json(a[0]), expr_from_json(a[1]))
     if "call" in d:
         return Call(d["call"], tuple(expr_from_json(a) for a in d.get("args", [])))
-    raise ProgramError(f"unknown expression node {d!r}; expected const, read, op or call")
+    raise ProgramError(f"unknown expression node {d!r}; expected const, read, iterators, op or call")

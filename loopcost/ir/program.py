@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ProgramError
 from .affine import Affine
-from .expr import BinOp, Expr, Read, expr_from_json, expr_to_json, reads
+from .expr import BinOp, Expr, IterValue, Read, expr_from_json, expr_to_json, reads, walk
 from .functions import C_CALLED
 from .polyhedral import check_bounds
 
@@ -288,6 +288,9 @@ def validate(p: Program) -> None:
                                            f"dimension(s) but is indexed with {len(r.index)}")
                     for a in r.index:
                         check_affine(a, scope, f"computation {n.name!r}, access to {r.buffer}")
+                for v in walk(n.rhs):
+                    if isinstance(v, IterValue):
+                        check_affine(v.value, scope, f"computation {n.name!r}, value {v.value}")
                 if bufs[n.target.buffer].role == "input":
                     raise ProgramError(f"computation {n.name!r} writes {n.target.buffer!r}, which is "
                                        "declared an input; declare it as output or temp")
