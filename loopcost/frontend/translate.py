@@ -619,9 +619,10 @@ class _Translator:
             try:
                 self.bind(decl.name, ("alias", self.affine(decl.init)))
             except CSourceError as e:
+                why = str(e).split(": ", 1)[-1]
                 raise self.src.error(decl, f"int variable {decl.name!r} is initialized with "
                                            f"'{_text(decl.init)}': an integer variable in the region must be "
-                                           f"a loop iterator or an affine expression of them ({str(e).split(': ', 1)[-1]})") from None
+                                           f"a loop iterator or an affine expression of them ({why})") from None
             return
         name = self.fresh(decl.name)
         self.temps[name] = _Temp(dtype)
