@@ -143,11 +143,31 @@ def test_without_a_system_header_its_types_are_not_made_up(tmp_path):
                params={"n": 16, "m": 8})
 
 
-def test_unsigned_elements_are_refused_with_the_reason(tmp_path):
-    text = "void f(int n, unsigned char *img) { for (int i = 0; i < n; i++) img[i] = 0; }"
-    with pytest.raises(CSourceError, match=r"k\.c:1:\d+: 'img' has elements of type 'unsigned char': unsigned "
-                                           r"arithmetic is not supported"):
-        load_c(c_file(tmp_path, text), params={"n": 4})
+BLUR_U8 = """#include <stdint.h>
+#include <stdlib.h>
+void blur(int h, int w, const uint8_t *in, uint8_t *out, unsigned short *diff)
+{
+  for (int y = 1; y < h - 1; y++)
+    for (int x = 1; x < w - 1; x++) {
+      int s = 0;
+      for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++)
+          s += in[(y + dy) * w + x + dx];
+      out[y * w + x] = s / 9 + 200;
+      diff[y * w + x] = abs(in[y * w + x] - out[y * w + x]) * 0.5;
+    }
+}
+"""
+
+
+def test_unsigned_elements_and_integer_scalars_of_data_compute_as_c_does(tmp_path):
+    """Pixels wrap around past 255 (s / 9 + 200), an int accumulator is data, abs() of unsigned bytes
+    is C's int abs, and 0.5 in an integer computation is a double: each as the original computes it."""
+    k = load_c(c_file(tmp_path, BLUR_U8), params={"h": 20, "w": 24})
+    assert {b.name: b.dtype for b in k.program.buffers} == {"in": "uint8", "out": "uint8", "diff": "uint16",
+                                                            "s": "int32"}
+    assert_drop_in(k)
+    assert_drop_in(k, "T2(y,x,4,8) U(dx,3)")
 
 
 def comps(k) -> list[str]:

@@ -100,11 +100,10 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
     """C text of an expression whose result has ``dtype``; elements that ``local`` names (their index
     read through ``aenv``) are printed as those local variables, and reads of a buffer in ``packs`` read
     its copy (a product of a scaled copy's constant and a read of it: the copy's element)."""
-    if isinstance(e, Const):
-        if dtype in INT_DTYPES:
-            return str(int(e.value))
-        text = repr(float(e.value))
-        return text + "f" if dtype == "float32" else text
+    if isinstance(e, Const):  # an int is C's int (1 / y[i] divides as C does), a float a floating constant
+        if isinstance(e.value, int):
+            return str(e.value)
+        return repr(e.value) + ("f" if dtype == "float32" else "")
     if isinstance(e, Read):
         if local and aenv is not None and element(e, aenv) in local:
             return local[element(e, aenv)]

@@ -91,6 +91,23 @@ static void lc_fill_i64(long *p, size_t n, uint32_t seed, uint32_t buf) {
   for (size_t i = 0; i < n; i++) p[i] = (long)(lc_hash(seed, buf, (uint32_t)i) % 10u);
 }
 
+/* unsigned bytes take every value (pixels), so wrap-around is exercised */
+static void lc_fill_u8(unsigned char *p, size_t n, uint32_t seed, uint32_t buf) {
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(lc_hash(seed, buf, (uint32_t)i) >> 24);
+}
+
+static void lc_fill_u16(unsigned short *p, size_t n, uint32_t seed, uint32_t buf) {
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned short)(lc_hash(seed, buf, (uint32_t)i) % 1000u);
+}
+
+static void lc_fill_u32(unsigned int *p, size_t n, uint32_t seed, uint32_t buf) {
+  for (size_t i = 0; i < n; i++) p[i] = lc_hash(seed, buf, (uint32_t)i) % 10u;
+}
+
+static void lc_fill_u64(unsigned long *p, size_t n, uint32_t seed, uint32_t buf) {
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned long)(lc_hash(seed, buf, (uint32_t)i) % 10u);
+}
+
 static void *lc_alloc(size_t bytes) {
   void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) { fprintf(stderr, "loopcost harness: out of memory (%zu bytes)\n", bytes); exit(3); }
@@ -108,6 +125,10 @@ static double lc_get(const void *p, size_t i, int kind) {
     case 3: return (double)((const char *)p)[i];
     case 4: return (double)((const short *)p)[i];
     case 5: return (double)((const long *)p)[i];
+    case 6: return (double)((const unsigned char *)p)[i];
+    case 7: return (double)((const unsigned short *)p)[i];
+    case 8: return (double)((const unsigned int *)p)[i];
+    case 9: return (double)((const unsigned long *)p)[i];
     default: return (double)((const int *)p)[i];
   }
 }
@@ -165,8 +186,10 @@ static const char *lc_sarg(int argc, char **argv, const char *key) {
 """
 
 _FILL = {"float64": "lc_fill_f64", "float32": "lc_fill_f32", "int32": "lc_fill_i32", "int8": "lc_fill_i8",
-         "int16": "lc_fill_i16", "int64": "lc_fill_i64"}
-_KIND = {"float64": 0, "float32": 1, "int32": 2, "int8": 3, "int16": 4, "int64": 5}
+         "int16": "lc_fill_i16", "int64": "lc_fill_i64", "uint8": "lc_fill_u8", "uint16": "lc_fill_u16",
+         "uint32": "lc_fill_u32", "uint64": "lc_fill_u64"}
+_KIND = {"float64": 0, "float32": 1, "int32": 2, "int8": 3, "int16": 4, "int64": 5, "uint8": 6, "uint16": 7,
+         "uint32": 8, "uint64": 9}
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,8 @@ NEST_AT = FIELDS_AT + len(COMP_FIELDS)
 COMP_SIZE = NEST_AT + len(NEST_FIELDS)
 LOOP_SIZE = LEVEL_SIZE
 #: element types without a field of their own, read as one that has (every integer type as int32)
-FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32"}
+FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32", "uint8": "int32", "uint16": "int32",
+                 "uint32": "int32", "uint64": "int32"}
 #: each field's position in its block
 LEVEL_INDEX = {f: k for k, f in enumerate(LEVEL_FIELDS)}
 ACCESS_INDEX = {f: k for k, f in enumerate(ACCESS_FIELDS)}

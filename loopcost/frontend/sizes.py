@@ -19,11 +19,17 @@ _BINARY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a
            "<<": lambda a, b: a << b if 0 <= b < 63 else None, ">>": lambda a, b: a >> b if 0 <= b < 63 else None}
 
 
-def changed_names(body: c_ast.Node) -> set[str]:
-    """Names that are assigned, incremented or have their address taken anywhere in ``body``."""
+def changed_names(body: c_ast.Node, headers: bool = True) -> set[str]:
+    """Names that are assigned, incremented or have their address taken anywhere in ``body`` (without
+    ``headers``: but in a for loop's start and step)."""
     out: set[str] = set()
 
     class Visitor(c_ast.NodeVisitor):
+        def visit_For(self, node: c_ast.For) -> None:
+            for part in (node.init, node.cond, node.next, node.stmt) if headers else (node.cond, node.stmt):
+                if part is not None:
+                    self.visit(part)
+
         def visit_Assignment(self, node: c_ast.Assignment) -> None:
             if isinstance(node.lvalue, c_ast.ID):
                 out.add(node.lvalue.name)

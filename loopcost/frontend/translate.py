@@ -28,8 +28,11 @@ from .rewrite import allocation, free_names, select_of, substituted
 from .sizes import FileSizes, changed_names, file_sizes
 
 C_TYPES = {"double": "float64", "float": "float32", "int": "int32", "char": "int8", "short": "int16",
-           "short int": "int16", "long": "int64", "long int": "int64", "long long": "int64", "long long int": "int64"}
-_SUPPORTED = "double, float, char, short, int and long"
+           "short int": "int16", "long": "int64", "long int": "int64", "long long": "int64", "long long int": "int64",
+           "unsigned char": "uint8", "unsigned short": "uint16", "unsigned short int": "uint16", "unsigned": "uint32",
+           "unsigned int": "uint32", "unsigned long": "uint64", "unsigned long int": "uint64",
+           "unsigned long long": "uint64", "unsigned long long int": "uint64"}
+_SUPPORTED = "double, float, and char, short, int and long, signed or unsigned"
 _UNSUPPORTED = {
     c_ast.While: "while loops", c_ast.DoWhile: "do-while loops", c_ast.Switch: "switch statements",
     c_ast.Goto: "goto", c_ast.Break: "break", c_ast.Continue: "continue", c_ast.Label: "labels",
@@ -135,13 +138,16 @@ def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | No
         raise src.error(decl, f"the type of {decl.name!r} is not supported (use {_SUPPORTED})")
     if not dims and src.is_index(t.type.names):
         return INDEX, dims
-    name = src.resolve(t.type.names)
-    if "unsigned" in name.split():
-        raise src.error(decl, f"{decl.name!r} has elements of type {name!r}: unsigned arithmetic is not supported "
-                              f"(sizes and loop iterators may be unsigned; elements: {_SUPPORTED})")
+    return element_type(src, decl, t.type.names), dims
+
+
+def element_type(src: CSource, decl: c_ast.Node, names: list[str]) -> str:
+    """The dtype of elements of C type ``names`` (typedefs spelled out; ``unsigned`` first)."""
+    words = src.resolve(names).split()
+    name = " ".join(["unsigned"] * ("unsigned" in words) + [w for w in words if w != "unsigned"])
     if name not in C_TYPES:
         raise src.error(decl, f"{decl.name!r} has type {name!r}; loopcost supports {_SUPPORTED}")
-    return C_TYPES[name], dims
+    return C_TYPES[name]
 
 
 #: the local variable of the emitted function that the optimized kernel writes the returned value into
@@ -161,6 +167,8 @@ class _Translator:
     def __init__(self, src: CSource, params: dict[str, int]) -> None:
         self.src = src
         self.params = dict(params)
+        #: integer scalars assigned outside for headers: data (int s = 0; s += x[i]), not iterators
+        self.data_ints = changed_names(src.function.body, headers=False)
         self.used_sizes: dict[str, int] = {}
         self.buffers: dict[str, Buffer] = {}  # every array or scalar buffer that may be used
         self.arguments: dict[str, str | None] = {}
@@ -612,18 +620,17 @@ class _Translator:
             self.arguments[name] = None
             self.bind(decl.name, ("array", name))
             return
-        if dtype == INDEX:  # an iterator declared apart, or a name for an affine value (int idx = i * m + j)
-            if decl.init is None:
+        if dtype == INDEX and decl.name not in self.data_ints:
+            if decl.init is None:  # an iterator declared apart
                 self.bind(decl.name, ("int", None))
                 return
-            try:
+            try:  # a name for an affine value (int idx = i * m + j)
                 self.bind(decl.name, ("alias", self.affine(decl.init)))
-            except CSourceError as e:
-                why = str(e).split(": ", 1)[-1]
-                raise self.src.error(decl, f"int variable {decl.name!r} is initialized with "
-                                           f"'{_text(decl.init)}': an integer variable in the region must be "
-                                           f"a loop iterator or an affine expression of them ({why})") from None
-            return
+                return
+            except CSourceError:
+                pass  # a value of data (int v = x[i] / 2): an integer scalar the computations compute
+        if dtype == INDEX:
+            dtype = element_type(self.src, decl, decl.type.type.names)
         name = self.fresh(decl.name)
         self.temps[name] = _Temp(dtype)
         self.bind(decl.name, ("temp", name))
@@ -642,8 +649,8 @@ class _Translator:
             kind, what = self.lookup(lv)
             if kind in ("iter", "int", "size", "const", "alias"):
                 raise self.src.error(node, f"assignment to integer variable {lv.name!r}: integer variables may "
-                                           "only be loop iterators changed by their for header, or names of "
-                                           "one value given where they are declared")
+                                           "only be loop iterators changed by their for header, names of one "
+                                           "value given where they are declared, or data")
             if kind == "array":
                 raise self.src.error(node, f"assignment to array {lv.name!r} without subscripts")
             target = Read(what, (Affine.of(0),) if kind == "outer" else ())

@@ -15,12 +15,14 @@ CALLS = {
 }
 #: the IR functions that libm has under the same name (``sqrt``; ``sqrtf`` on float)
 LIBM = _LIBM_1 + _LIBM_2
-_ABS = {"int8": "abs", "int16": "abs", "int32": "abs", "int64": "labs", "float32": "fabsf", "float64": "fabs"}
+_ABS = {"int8": "abs", "int16": "abs", "int32": "abs", "int64": "labs", "uint8": "abs", "uint16": "abs",
+        "uint32": "abs", "uint64": "labs", "float32": "fabsf", "float64": "fabs"}
 #: the libc and libm functions that generated C calls
 C_CALLED = frozenset({*LIBM, *(f + "f" for f in LIBM), *_ABS.values()})
 #: the C functions that the frontend reads, and the IR function each one is
 FROM_C = {f: f for f in LIBM} | {f + "f": f for f in LIBM} | {
-    "fabs": "abs", "fabsf": "abs", "fmax": "max", "fmaxf": "max", "fmin": "min", "fminf": "min"}
+    "fabs": "abs", "fabsf": "abs", "abs": "abs", "labs": "abs", "llabs": "abs", "fmax": "max", "fmaxf": "max",
+    "fmin": "min", "fminf": "min"}
 
 
 def c_function(fn: str, dtype: str) -> str:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ir.program import Buffer, Program
+from ..ir.program import INT_DTYPES, Buffer, Program
 from .result import RunResult
 
 NP_DTYPES = {"float64": np.float64, "float32": np.float32, "int32": np.int32, "int8": np.int8, "int16": np.int16,
-             "int64": np.int64}
+             "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64}
 #: relative tolerance for floating-point reassociation, per dtype: an output element passes when
 #: ``|x - ref| <= RTOL * (scale + |ref|)``, scale being the largest reference magnitude.
-RTOL = {"float64": 1e-8, "float32": 1e-3, "int32": 0.0, "int8": 0.0, "int16": 0.0, "int64": 0.0}
+RTOL = {"float64": 1e-8, "float32": 1e-3} | dict.fromkeys(INT_DTYPES, 0.0)
 
 
 @dataclass(frozen=True)
