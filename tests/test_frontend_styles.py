@@ -431,7 +431,7 @@ def test_libm_functions_beyond_the_basic_ones_are_read_and_emitted(tmp_path):
             "t[i] = atan2f((float) y[i], (float) x[i]) + cbrtf((float) x[i]); } }")
     k = load_c(c_file(tmp_path, text), params={"n": 64})
     assert sorted({c.fn for comp in k.program.computations() for c in walk_calls(comp.rhs)}) == [
-        "abs", "atan2", "cbrt", "hypot", "log1p"]
+        "abs", "atan2", "cbrt", "hypot", "log1p", "to_float32"]  # (float) y[i]: a conversion of the IR
     assert_drop_in(k, "U(i,4)")
 
 
@@ -480,3 +480,43 @@ def test_an_iterator_value_in_an_integer_computation_is_computed_as_c_does(tmp_p
         load_c(c_file(tmp_path, text), params={"n": 40})
     k = load_c(c_file(tmp_path, text.replace(" + i % 1", "")), params={"n": 40})
     assert_drop_in(k, "U(i,8)")
+
+
+def test_the_numeric_constants_of_system_headers_are_the_machines(tmp_path):
+    text = ("#include <math.h>\n#include <limits.h>\nvoid dft(int n, const double *x, double *re)\n{\n"
+            "  for (int k = 0; k < n; k++) {\n    double s = 0.0;\n    for (int j = 0; j < n; j++)\n"
+            "      s += x[j] * cos(2.0 * M_PI * k * j / n);\n    re[k] = s / INT_MAX;\n  }\n}\n")
+    k = load_c(c_file(tmp_path, text), params={"n": 32})
+    consts = {n.value for c in k.program.computations() for n in walk_nodes(c.rhs) if hasattr(n, "value")}
+    assert 3.141592653589793 in consts and 2147483647 in consts
+    assert_drop_in(k, "U(j,4)")
+
+
+QUANTIZE = """#include <math.h>
+#include <stdint.h>
+void quantize(int n, const float *x, float scale, int8_t *q, uint8_t *bits, long *wide, const int *a)
+{
+  for (int i = 0; i < n; i++) {
+    float v = x[i] * scale;
+    v = v > 127.0f ? 127.0f : (v < -128.0f ? -128.0f : v);
+    q[i] = (int8_t) lrintf(v);
+    bits[i] = ((unsigned) (a[i] * 77) >> 3 & 0xf0) | (a[i] % 7) ^ (i & 0);
+    wide[i] = (long) a[i] * 1000000007 + (int) (x[i] * 3.7f);
+  }
+}
+"""
+
+
+def test_casts_shifts_bit_operations_and_rounding_compute_as_c_does(tmp_path):
+    k = load_c(c_file(tmp_path, QUANTIZE.replace(" ^ (i & 0)", "")), params={"n": 64})
+    fns = {c.fn for comp in k.program.computations() for c in walk_calls(comp.rhs)}
+    assert {"rint", "to_int8", "to_uint32", "to_int64", "to_int32"} <= fns, fns
+    assert_drop_in(k)
+    assert_drop_in(k, "U(i,4)")
+    assert_refused(tmp_path, QUANTIZE, "'&' on a loop iterator is not supported")
+
+
+def walk_nodes(e):
+    yield e
+    for c in e.children():
+        yield from walk_nodes(c)

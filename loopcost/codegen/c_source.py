@@ -15,11 +15,12 @@ from collections.abc import Iterator, Mapping
 import islpy as isl
 
 from ..ir.affine import Affine
-from ..ir.expr import BinOp, Call, Const, Expr, IterValue, Read
-from ..ir.functions import SELECTS, c_function
+from ..ir.dtypes import DTYPES, INT_DTYPES
+from ..ir.expr import INTEGER_OPS, BinOp, Call, Const, Expr, IterValue, Read
+from ..ir.functions import CASTS, SELECTS, c_function
 from ..ir.packing import Box, pack_scale, read_box, runs, scaled_read, vector_copies
 from ..ir.polyhedral import domains
-from ..ir.program import DTYPES, INT_DTYPES, RESERVED, Computation, Program
+from ..ir.program import RESERVED, Computation, Program
 from ..ir.state import ProgramState
 from .blocks import Element, affine_ast, condition, copies, element, element_c, registers
 
@@ -117,7 +118,8 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
         if packs and (scaled := scaled_read(e)) is not None and scaled[0].buffer in packs \
                 and packs[scaled[0].buffer][2] == scaled[1]:
             return expr_c(scaled[0], p, env, dtype, local, aenv, packs)  # the copy holds the product
-        lhs, rhs = (expr_c(x, p, env, dtype, local, aenv, packs) for x in (e.lhs, e.rhs))
+        operands = "int64" if e.op in INTEGER_OPS else dtype  # i in y[i] % (i + 1) is no double
+        lhs, rhs = (expr_c(x, p, env, operands, local, aenv, packs) for x in (e.lhs, e.rhs))
         return f"({lhs} {e.op} {rhs})"
     if isinstance(e, Call):
         args = [expr_c(a, p, env, dtype, local, aenv, packs) for a in e.args]
@@ -125,6 +127,8 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
             return f"(-{args[0]})"
         if e.fn in ("min", "max"):
             return f"lc_{e.fn}({args[0]}, {args[1]})"
+        if e.fn in CASTS:
+            return f"(({CASTS[e.fn]})({args[0]}))"
         if e.fn in SELECTS:
             return f"(({args[0]} {SELECTS[e.fn]} {args[1]}) ? {args[2]} : {args[3]})"
         return f"{c_function(e.fn, dtype)}({', '.join(args)})"

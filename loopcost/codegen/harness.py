@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
-from ..ir.program import DTYPES, Buffer, Program
+from ..ir.dtypes import DTYPES
+from ..ir.program import Buffer, Program
 from ..ir.state import ProgramState
 from .c_source import MACROS, buffer_params, c_identifier, kernel_c
 from .compiler import Toolchain, Unit

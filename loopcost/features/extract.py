@@ -23,6 +23,7 @@ import numpy as np
 
 from ..ir import quasi
 from ..ir.expr import BinOp, Call, Const, IterValue, reads, walk
+from ..ir.functions import CASTS
 from ..ir.polyhedral import domain_str, points
 from ..ir.program import Program
 from ..ir.state import LoopTag, ProgramState
@@ -32,6 +33,8 @@ from . import nest
 from .layout import FeatureLimitError
 from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, nest_fields
 from .packs import with_packs
+
+_OP_FIELD = {"+": "n_add", "-": "n_sub", "*": "n_mul", "/": "n_div", "%": "n_div"}
 
 _LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
 _BETAS = operator.attrgetter("betas")
@@ -105,8 +108,8 @@ def program_part(p: Program) -> dict[str, tuple[np.ndarray, np.ndarray, int, np.
         f = np.zeros(len(L.COMP_FIELDS), np.float32)
         for n in walk(c.rhs):
             if isinstance(n, BinOp):
-                f[_CF[{"+": "n_add", "-": "n_sub", "*": "n_mul", "/": "n_div"}[n.op]]] += 1
-            elif isinstance(n, Call):
+                f[_CF[_OP_FIELD.get(n.op, "n_add")]] += 1  # shifts and bit operations: as cheap as an add
+            elif isinstance(n, Call) and n.fn not in CASTS:
                 f[_CF["n_minmax" if n.fn in ("min", "max") else "n_math"]] += 1
             elif isinstance(n, Const | IterValue):  # a value no memory access brings
                 f[_CF["n_consts"]] += 1

@@ -15,7 +15,7 @@ import copy
 from pycparser import c_ast, c_generator
 
 from ..codegen.c_source import MACROS, kernel_c
-from ..ir.program import DTYPES
+from ..ir.dtypes import DTYPES
 from ..ir.state import ProgramState
 from .parse import spell_typedefs
 from .translate import RESULT, CKernel

@@ -16,7 +16,7 @@ from pycparser import c_ast
 from ..codegen.compiler import Toolchain, Unit
 from ..codegen.harness import UserInit
 from ..errors import CSourceError
-from ..ir.program import DTYPES
+from ..ir.dtypes import DTYPES
 from .linkcheck import entry, prototype
 from .parse import define_flags
 from .sizes import calls, constant, local_constants

@@ -147,14 +147,42 @@ def expand_includes(path: Path, include_dirs: Sequence[Path] = (), seen: dict[Pa
     return "".join(out)
 
 
+_MACRO = re.compile(r"^#define ([A-Za-z][A-Za-z0-9_]*) ", re.MULTILINE)
+_NUMERIC = re.compile(r"^[\d\s().xXa-fA-FuUlLeEpP+\-*/]*\d[\d\s().xXa-fA-FuUlLeEpP+\-*/]*$")
+
+
+@functools.lru_cache(maxsize=64)
+def system_constants(headers: tuple[str, ...], compiler: tuple[str, ...]) -> str:
+    """``#define`` lines for the numeric constants of the system headers left out (``M_PI``, ``INT_MAX``,
+    ``DBL_EPSILON``...), as this machine's compiler expands them; other macros are not given."""
+    includes = "".join(f"#include <{h}>\n" for h in headers)
+
+    def run(text: str, *flags: str) -> str:
+        try:
+            proc = subprocess.run([*compiler, *flags, "-E", "-xc", "-"], input=text, capture_output=True,
+                                  text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return proc.stdout if proc.returncode == 0 else ""
+
+    names = sorted(set(_MACRO.findall(run(includes, "-dM"))) - set(_MACRO.findall(run("", "-dM"))))
+    expanded = run(includes + "".join(f"\nlc_macro_{n} = {n}\n" for n in names), "-P")
+    values = re.findall(r"^lc_macro_(\w+) = (.*)$", expanded, re.MULTILINE)
+    return "".join(f"#define {n} {v.strip()}\n" for n, v in values if _NUMERIC.match(v.strip()))
+
+
 def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None = None,
                include_dirs: Sequence[Path] = (), seen: dict[Path, None] | None = None) -> str:
     """The file after the C preprocessor, its headers expanded (see the module docstring; ``seen`` gets
     the files read), with line markers that keep every line's file and number; after a system header left
-    out, the standard integer types (``STANDARD_TYPES``) are declared first."""
+    out, the standard integer types (``STANDARD_TYPES``) are declared first, and its numeric constants
+    (``system_constants``) are defined."""
     system: list[str] = []
     text = expand_includes(path, include_dirs, seen, system)
-    cmd = shlex.split(cc or os.environ.get("CC", "cc")) + ["-E", "-xc", "-"]
+    compiler = tuple(shlex.split(cc or os.environ.get("CC", "cc")))
+    if system:
+        text = system_constants(tuple(dict.fromkeys(system)), compiler) + text
+    cmd = list(compiler) + ["-E", "-xc", "-"]
     cmd += define_flags(defines)
     try:
         proc = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=60)

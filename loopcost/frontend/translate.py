@@ -12,12 +12,14 @@ Anything else is refused with the line and the reason.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 from pycparser import c_ast, c_generator
 
 from ..errors import CSourceError, NotAffineError, ProgramError
 from ..ir.affine import Affine
+from ..ir.dtypes import INT_DTYPES
 from ..ir.expr import BinOp, Call, Const, Expr, IterValue, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
@@ -33,6 +35,10 @@ C_TYPES = {"double": "float64", "float": "float32", "int": "int32", "char": "int
            "unsigned int": "uint32", "unsigned long": "uint64", "unsigned long int": "uint64",
            "unsigned long long": "uint64", "unsigned long long int": "uint64"}
 _SUPPORTED = "double, float, and char, short, int and long, signed or unsigned"
+#: C's binary operators on values, and how integer constants fold
+_INT_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "<<": operator.lshift, ">>": operator.rshift,
+            "&": operator.and_, "|": operator.or_, "^": operator.xor}
+_BINARY = (*_INT_OPS, "/", "%")
 _UNSUPPORTED = {
     c_ast.While: "while loops", c_ast.DoWhile: "do-while loops", c_ast.Switch: "switch statements",
     c_ast.Goto: "goto", c_ast.Break: "break", c_ast.Continue: "continue", c_ast.Label: "labels",
@@ -138,15 +144,16 @@ def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | No
         raise src.error(decl, f"the type of {decl.name!r} is not supported (use {_SUPPORTED})")
     if not dims and src.is_index(t.type.names):
         return INDEX, dims
-    return element_type(src, decl, t.type.names), dims
+    return element_type(src, decl, t.type.names, repr(decl.name)), dims
 
 
-def element_type(src: CSource, decl: c_ast.Node, names: list[str]) -> str:
-    """The dtype of elements of C type ``names`` (typedefs spelled out; ``unsigned`` first)."""
+def element_type(src: CSource, node: c_ast.Node, names: list[str], what: str) -> str:
+    """The dtype of elements of C type ``names`` (typedefs spelled out; ``unsigned`` first) that ``what``
+    has."""
     words = src.resolve(names).split()
     name = " ".join(["unsigned"] * ("unsigned" in words) + [w for w in words if w != "unsigned"])
     if name not in C_TYPES:
-        raise src.error(decl, f"{decl.name!r} has type {name!r}; loopcost supports {_SUPPORTED}")
+        raise src.error(node, f"{what} has type {name!r}; loopcost supports {_SUPPORTED}")
     return C_TYPES[name]
 
 
@@ -376,22 +383,14 @@ class _Translator:
                 return v
             return -v if isinstance(v, int | Affine) else Call("neg", (v,))
         if isinstance(node, c_ast.Cast):
-            to = _text(node.to_type).strip()
-            v = self.value(node.expr)
-            if to in ("double", "float"):
-                return Const(float(v)) if isinstance(v, int) else self.expr_of(v)
-            if isinstance(v, int | Affine) and to in ("int", "long"):
-                return v
-            raise self.src.error(node, f"cast to {to!r} is not supported")
-        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "%"):
+            return self.cast(node)
+        if isinstance(node, c_ast.BinaryOp) and node.op in _BINARY:
             a, b = self.value(node.left), self.value(node.right)
             if isinstance(a, int) and isinstance(b, int):
                 return self._int_op(node, a, b)
             if isinstance(a, int | Affine) and isinstance(b, int | Affine):
                 return self._iterator_op(node, Affine.of(a), Affine.of(b))
-            if node.op == "%":
-                raise self.src.error(node, f"'%' on floating-point data in '{_text(node)}' is not supported")
-            return BinOp(node.op, self.expr_of(a), self.expr_of(b))
+            return BinOp(node.op, self.expr_of(a), self.expr_of(b))  # % >> & ...: on integers, as C allows
         if isinstance(node, c_ast.FuncCall):
             return self.call(node)
         if isinstance(node, c_ast.TernaryOp):
@@ -416,22 +415,37 @@ class _Translator:
         fn, swap = _COMPARE[cond.op]
         return Call(fn, ((b, a) if swap else (a, b)) + (self.expr(node.iftrue), self.expr(node.iffalse)))
 
+    def cast(self, node: c_ast.Cast) -> Expr | int | Affine:
+        """``(T) x``: constants and iterator values converted here, data by a conversion of the IR."""
+        t = node.to_type.type
+        if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
+            raise self.src.error(node, f"cast to '{_text(node.to_type)}' is not supported")
+        to = element_type(self.src, node, t.type.names, "the cast")
+        v = self.value(node.expr)
+        if to in INT_DTYPES:
+            if isinstance(v, Const):
+                return int(v.value)  # toward zero, as C converts
+            return v if isinstance(v, int | Affine) else Call(f"to_{to}", (v,))
+        if isinstance(v, int | Const):
+            return Const(float(v if isinstance(v, int) else v.value))
+        return IterValue(v) if isinstance(v, Affine) else Call(f"to_{to}", (v,))
+
     def _int_op(self, node: c_ast.Node, a: int, b: int) -> int:
         if node.op in ("/", "%") and b == 0:
             raise self.src.error(node, f"division by zero in '{_text(node)}'")
-        if node.op == "+":
-            return a + b
-        if node.op == "-":
-            return a - b
-        if node.op == "*":
-            return a * b
-        return _c_divmod(a, b)[0 if node.op == "/" else 1]
+        if node.op in ("/", "%"):
+            return _c_divmod(a, b)[0 if node.op == "/" else 1]
+        if node.op in ("<<", ">>") and b < 0:
+            raise self.src.error(node, f"negative shift in '{_text(node)}'")
+        return _INT_OPS[node.op](a, b)
 
     def _iterator_op(self, node: c_ast.BinaryOp, a: Affine, b: Affine) -> Affine:
         """Integer arithmetic on loop iterators, as C computes it: affine, or refused."""
         if node.op in ("/", "%"):
             raise self.src.error(node, f"'{_text(node)}' divides a loop iterator as integers: not supported "
                                        "(write a floating-point constant, e.g. i / 2.0, for a number)")
+        if node.op not in ("+", "-", "*"):
+            raise self.src.error(node, f"'{_text(node)}': '{node.op}' on a loop iterator is not supported")
         if node.op == "*":
             try:
                 return a * b
@@ -630,7 +644,7 @@ class _Translator:
             except CSourceError:
                 pass  # a value of data (int v = x[i] / 2): an integer scalar the computations compute
         if dtype == INDEX:
-            dtype = element_type(self.src, decl, decl.type.type.names)
+            dtype = element_type(self.src, decl, decl.type.type.names, repr(decl.name))
         name = self.fresh(decl.name)
         self.temps[name] = _Temp(dtype)
         self.bind(decl.name, ("temp", name))

@@ -12,7 +12,9 @@ from ..errors import ProgramError
 from .affine import Affine
 from .functions import CALLS
 
-BINARY_OPS = ("+", "-", "*", "/")
+#: C's operators on integers only: their operands are integers whatever the computation's type
+INTEGER_OPS = ("%", "<<", ">>", "&", "|", "^")
+BINARY_OPS = ("+", "-", "*", "/", *INTEGER_OPS)
 
 Number = int | float
 

@@ -3,15 +3,19 @@ the C frontend."""
 
 from __future__ import annotations
 
+from .dtypes import DTYPES
+
 #: the IR's value selects: ``select_lt(a, b, x, y)`` is C's ``a < b ? x : y``
 SELECTS = {"select_lt": "<", "select_le": "<=", "select_eq": "==", "select_ne": "!="}
 #: every math function of the IR and its arity
 _LIBM_1 = ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "tan", "asin", "acos", "atan", "sinh", "cosh",
-           "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "ceil", "round", "trunc", "erf")
+           "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "ceil", "round", "trunc", "erf", "rint")
+#: C's conversions: ``to_uint8(x)`` is ``(unsigned char)(x)``
+CASTS = {f"to_{d}": c for d, c in DTYPES.items()}
 _LIBM_2 = ("pow", "atan2", "fmod", "hypot", "copysign")
 CALLS = {
     **dict.fromkeys(_LIBM_1, 1), "abs": 1, "neg": 1, "min": 2, "max": 2, **dict.fromkeys(_LIBM_2, 2),
-    **dict.fromkeys(SELECTS, 4),
+    **dict.fromkeys(SELECTS, 4), **dict.fromkeys(CASTS, 1),
 }
 #: the IR functions that libm has under the same name (``sqrt``; ``sqrtf`` on float)
 LIBM = _LIBM_1 + _LIBM_2
@@ -22,7 +26,9 @@ C_CALLED = frozenset({*LIBM, *(f + "f" for f in LIBM), *_ABS.values()})
 #: the C functions that the frontend reads, and the IR function each one is
 FROM_C = {f: f for f in LIBM} | {f + "f": f for f in LIBM} | {
     "fabs": "abs", "fabsf": "abs", "abs": "abs", "labs": "abs", "llabs": "abs", "fmax": "max", "fmaxf": "max",
-    "fmin": "min", "fminf": "min"}
+    "fmin": "min", "fminf": "min", "nearbyint": "rint", "nearbyintf": "rint", "lrint": "rint", "lrintf": "rint",
+    "llrint": "rint", "llrintf": "rint", "lround": "round", "lroundf": "round", "llround": "round",
+    "llroundf": "round"}
 
 
 def c_function(fn: str, dtype: str) -> str:

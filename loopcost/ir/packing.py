@@ -26,7 +26,7 @@ from .state import CompSchedule, ProgramState
 
 #: bytes a pack may hold: it lives on the stack of the thread that runs the loop
 PACK_BYTES = 512 << 10
-#: bytes of an element, by dtype (every dtype of ``program.DTYPES``)
+#: bytes of an element, by dtype (every dtype of ``dtypes.DTYPES``)
 ELEMENT_BYTES = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint64": 8, "uint32": 4,
                  "uint16": 2, "uint8": 1}
 

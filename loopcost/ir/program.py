@@ -15,14 +15,11 @@ from dataclasses import dataclass, field
 
 from ..errors import ProgramError
 from .affine import Affine
+from .dtypes import DTYPES
 from .expr import BinOp, Expr, IterValue, Read, expr_from_json, expr_to_json, reads, walk
 from .functions import C_CALLED
 from .polyhedral import check_bounds
 
-DTYPES = {"float32": "float", "float64": "double", "int32": "int", "int8": "char", "int16": "short", "int64": "long",
-          "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long"}
-#: the integer element types (computed exactly, verified exactly)
-INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 ROLES = ("input", "output", "temp")
 REDUCTIONS = ("+", "*", "max", "min")
 JSON_FORMAT = "loopcost-program/1"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ir.program import INT_DTYPES, Buffer, Program
+from ..ir.dtypes import INT_DTYPES
+from ..ir.program import Buffer, Program
 from .result import RunResult
 
 NP_DTYPES = {"float64": np.float64, "float32": np.float32, "int32": np.int32, "int8": np.int8, "int16": np.int16,
