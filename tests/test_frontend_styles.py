@@ -520,3 +520,73 @@ def walk_nodes(e):
     yield e
     for c in e.children():
         yield from walk_nodes(c)
+
+
+POINTERS_INTO_ARRAYS = """#include <math.h>
+void softmax(int rows, int cols, const float *x, float *y, double A[rows][cols], double *v)
+{
+  for (int r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    float *yr = &y[r * cols];
+    double *row = A[r], *vr = v + 2 * r;
+    float m = xr[0];
+    for (int c = 1; c < cols; c++) m = fmaxf(m, xr[c]);
+    float s = 0.f;
+    for (int c = 0; c < cols; c++) { yr[c] = expf(xr[c] - m); s += yr[c]; }
+    for (int c = 0; c < cols; c++) { yr[c] /= s; row[c] = row[c] * 0.5 + *vr; }
+    vr[1] = *vr + row[0];
+  }
+}
+"""
+
+
+def test_pointers_given_once_into_an_array_are_its_elements(tmp_path):
+    k = load_c(c_file(tmp_path, POINTERS_INTO_ARRAYS), params={"rows": 6, "cols": 10})
+    assert shapes(k) | {"m": None, "s": None} == {"x": (60,), "y": (60,), "A": (6, 10), "v": (12,), "m": None,
+                                                  "s": None}
+    writes = {c.target.buffer: [str(ix) for ix in c.target.index] for c in k.program.computations()}
+    assert writes["y"] == ["c_2 + 10 * r"] and writes["v"] == ["2 * r + 1"]  # the last writes
+    assert_drop_in(k)
+    assert_drop_in(k, "U(c_2,2)")
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("double *p = x; p++; y[0] = *p;", "pointer 'p' is changed in the function"),
+    ("double *p = x + y[0]; y[0] = *p;", "'y[0]' is not an affine expression"),
+])
+def test_pointers_that_move_or_point_by_data_are_refused(tmp_path, body, reason):
+    assert_refused(tmp_path, f"void f(int n, double *x, double *y) {{ for (int i = 0; i < n; i++) {{ {body} }} }}",
+                   reason)
+
+
+LOOP_FORMS = """void forms(long n, const double *a, double *b, int *gt)
+{
+  long i = 0;
+  while (i < n) {
+    b[i] += 2.0 * a[i];
+    i += 1;
+  }
+  for (int k = 0, j = n - 1; k < n; k++, j--)
+    b[j] = b[j] + a[k];
+  int q;
+  q = 2;
+  while (q < n) {
+    gt[q] = a[q] > b[q - 2];
+    q = q + 3;
+  }
+}
+"""
+
+
+def test_counting_whiles_companion_iterators_and_comparisons_as_values_are_read(tmp_path):
+    k = load_c(c_file(tmp_path, LOOP_FORMS), params={"n": 40})
+    loops = [(lp.name, str(lp.lower), str(lp.upper)) for lp in k.program.body]
+    assert loops == [("i", "0", "40"), ("k", "0", "40"), ("q", "0", "13")], loops
+    assert [str(ix) for ix in k.program.computations()[1].target.index] == ["-k + 39"]
+    assert_drop_in(k)
+    assert_drop_in(k, "U(k,4)")
+
+
+def test_a_while_that_changes_its_counter_inside_stays_refused(tmp_path):
+    text = ("void f(int n, double *x) { int i = 0; while (i < n) { i++; x[i - 1] = 0.0; } }")
+    assert_refused(tmp_path, text, "while loops are not supported")

@@ -1,5 +1,5 @@
 """Rewrites of the C syntax tree before it is read: a call of the file's own function inlined, an ``if`` on data
-as a select, what an initializer allocates."""
+as a select, a counting ``while`` as a ``for``, what an initializer allocates."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import copy
 from pycparser import c_ast
 
 from .parse import walk_nodes
+from .sizes import changed_names
 
 
 def free_names(expr: c_ast.Node) -> set[str]:
@@ -62,3 +63,45 @@ def select_of(cond: c_ast.Node, a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
     if isinstance(cond, c_ast.UnaryOp) and cond.op == "!":
         return select_of(cond.expr, b, a)
     return c_ast.TernaryOp(cond, a, b, cond.coord)
+
+
+def _steps(stmt: c_ast.Node, name: str) -> bool:
+    """Whether ``stmt`` adds a constant to ``name`` (``i++``, ``i += 2``, ``i = i + 2``, ``i--``...)."""
+    if isinstance(stmt, c_ast.UnaryOp) and stmt.op in ("++", "p++", "--", "p--"):
+        return isinstance(stmt.expr, c_ast.ID) and stmt.expr.name == name
+    if not isinstance(stmt, c_ast.Assignment) or not isinstance(stmt.lvalue, c_ast.ID) or stmt.lvalue.name != name:
+        return False
+    step = stmt.rvalue
+    if stmt.op == "=" and isinstance(step, c_ast.BinaryOp) and step.op in ("+", "-") \
+            and isinstance(step.left, c_ast.ID) and step.left.name == name:
+        step = step.right
+    elif stmt.op not in ("+=", "-="):
+        return False
+    return name not in free_names(step)
+
+
+def whiles_as_fors(body: c_ast.Node) -> None:
+    """Rewrite, in place, each ``i = START; while (COND) { ...; i += STEP; }`` whose body changes ``i`` only at
+    its end as ``for (i = START; COND; i += STEP) { ... }`` (the start, a declaration's initializer or the
+    assignment just before, moves into the header; every block keeps its number of statements)."""
+    for node in walk_nodes(body):
+        items = node.block_items if isinstance(node, c_ast.Compound) else None
+        for k, loop in enumerate(items or []):
+            if not isinstance(loop, c_ast.While) or k == 0 or not isinstance(loop.stmt, c_ast.Compound):
+                continue
+            before, stmts = items[k - 1], loop.stmt.block_items or []
+            if isinstance(before, c_ast.Decl) and before.init is not None:
+                name, start = before.name, before.init
+            elif isinstance(before, c_ast.Assignment) and before.op == "=" and isinstance(before.lvalue, c_ast.ID):
+                name, start = before.lvalue.name, before.rvalue
+            else:
+                continue
+            if not stmts or not _steps(stmts[-1], name) or name in changed_names(c_ast.Compound(stmts[:-1])) \
+                    or name not in free_names(loop.cond):
+                continue
+            if isinstance(before, c_ast.Decl):
+                before.init = None
+            else:
+                items[k - 1] = c_ast.EmptyStatement(before.coord)
+            init = c_ast.Assignment("=", c_ast.ID(name, loop.coord), start, loop.coord)
+            items[k] = c_ast.For(init, loop.cond, stmts[-1], c_ast.Compound(stmts[:-1], loop.stmt.coord), loop.coord)

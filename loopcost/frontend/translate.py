@@ -26,7 +26,7 @@ from ..ir.names import unique_name
 from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
 from .extents import PROVISIONAL, sized_by_accesses
 from .parse import CSource
-from .rewrite import allocation, free_names, select_of, substituted
+from .rewrite import allocation, free_names, select_of, substituted, whiles_as_fors
 from .sizes import FileSizes, changed_names, file_sizes
 
 C_TYPES = {"double": "float64", "float": "float32", "int": "int32", "char": "int8", "short": "int16",
@@ -176,6 +176,7 @@ class _Translator:
         self.params = dict(params)
         #: integer scalars assigned outside for headers: data (int s = 0; s += x[i]), not iterators
         self.data_ints = changed_names(src.function.body, headers=False)
+        self.changed = changed_names(src.function.body)
         self.used_sizes: dict[str, int] = {}
         self.buffers: dict[str, Buffer] = {}  # every array or scalar buffer that may be used
         self.arguments: dict[str, str | None] = {}
@@ -395,6 +396,9 @@ class _Translator:
             return self.call(node)
         if isinstance(node, c_ast.TernaryOp):
             return self.select(node)
+        if isinstance(node, c_ast.BinaryOp) and node.op in _COMPARE:  # a comparison's value: 1 or 0
+            return self.select(c_ast.TernaryOp(node, c_ast.Constant("int", "1"), c_ast.Constant("int", "0"),
+                                               node.coord))
         if isinstance(node, c_ast.UnaryOp) and node.op == "*" and isinstance(node.expr, c_ast.ID):
             r = self.dereference(node)
             self.read.add(r.buffer)
@@ -521,6 +525,9 @@ class _Translator:
         if not isinstance(base, c_ast.ID):
             raise self.src.error(node, f"'{_text(node)}' is not an access to a named array")
         kind, what = self.lookup(base)
+        if kind == "view" and len(subs) == 1:  # p[k], p = x + e: x[e + k]
+            buffer, at = what
+            return Read(buffer, at[:-1] + (at[-1] + self.affine(subs[0]),))
         if kind != "array":
             raise self.src.error(node, f"{base.name!r} is subscripted but is not an array (pointer arithmetic "
                                        "and subscripted scalars are not supported)")
@@ -533,6 +540,8 @@ class _Translator:
     def dereference(self, node: c_ast.UnaryOp) -> Read:
         """``*p``, ``p`` a pointer to elements: ``p[0]``."""
         kind, what = self.lookup(node.expr)
+        if kind == "view":
+            return Read(what[0], what[1])
         if kind != "array" or what not in self.unsized or len(self.buffers[what].shape) != 1:
             raise self.src.error(node, f"pointer operation '{_text(node)}' is not supported ({node.expr.name!r} is "
                                        "not a pointer to elements)")
@@ -605,6 +614,36 @@ class _Translator:
         else:
             raise self.src.error(node, f"statement '{_text(node)}' is not supported")
 
+    def pointer_view(self, decl: c_ast.Decl) -> tuple[str, tuple[Affine, ...]]:
+        """``T *p = x + e`` (``&x[e]``, ``A[i]``, ``&A[i][j]``, another such pointer), never changed: the array
+        ``p`` points into and the index of ``p[0]``."""
+        if decl.name in self.changed:
+            raise self.src.error(decl, f"pointer {decl.name!r} is changed in the function: pointer arithmetic is "
+                                       "not supported (a pointer given once, T *p = x + e, is)")
+        init, offset = decl.init, Affine.of(0)
+        if isinstance(init, c_ast.BinaryOp) and init.op in ("+", "-"):
+            named, other = (init.left, init.right) if init.op == "-" or not isinstance(init.right, c_ast.ID) \
+                or self.lookup(init.right)[0] not in ("array", "view") else (init.right, init.left)
+            offset = self.affine(other) * (-1 if init.op == "-" else 1)
+            init = named
+        if isinstance(init, c_ast.UnaryOp) and init.op == "&" and isinstance(init.expr, c_ast.ArrayRef):
+            r = self.array_ref(init.expr)
+            return r.buffer, r.index[:-1] + (r.index[-1] + offset,)
+        subs = []
+        while isinstance(init, c_ast.ArrayRef):
+            subs.append(self.affine(init.subscript))
+            init = init.name
+        kind, what = self.lookup(init) if isinstance(init, c_ast.ID) else (None, None)
+        if kind == "view" and not subs:
+            return what[0], what[1][:-1] + (what[1][-1] + offset,)
+        if kind == "array" and len(subs) < len(self.buffers[what].shape):  # A[i]: row i of A
+            rank = len(self.buffers[what].shape)
+            index = tuple(reversed(subs)) + (Affine.of(0),) * (rank - len(subs))
+            if rank - len(subs) == 1:
+                return what, index[:-1] + (index[-1] + offset,)
+        raise self.src.error(decl, f"pointer {decl.name!r} = '{_text(decl.init)}' is not supported: a pointer in "
+                                   "the region points into an array (x + e, &x[e], A[i]) or is malloc'd")
+
     def malloced(self, node: c_ast.ID) -> bool:
         """Whether ``node`` names an array the region allocates (``T *p = malloc(...)``)."""
         kind, what = self.lookup(node)
@@ -614,6 +653,9 @@ class _Translator:
         if decl.storage:
             raise self.src.error(decl, f"{' '.join(decl.storage)} declarations are not supported in the region")
         dtype, dims = base_type(self.src, decl)
+        if dims == [UNSIZED] and decl.init is not None and allocation(decl.init) is None:
+            self.bind(decl.name, ("view", self.pointer_view(decl)))
+            return
         if dims and dims[0] is UNSIZED and allocation(decl.init) != "malloc":
             raise self.src.error(decl, f"{decl.name!r}: pointers and arrays without a size declared in the region "
                                        "are not supported, but for T *p = malloc(...)"
@@ -784,6 +826,7 @@ class _Translator:
         return [self.affine(node)]
 
     def for_loop(self, node: c_ast.For) -> None:
+        node, others = self.companions(node)
         var, init, decl_scope = self.loop_init(node)
         step = self.loop_step(node, var)
         starts = self.bounds(init, "max" if step > 0 else "min")
@@ -828,8 +871,12 @@ class _Translator:
         lo, _ = self.interval(lower)
         _, hi = self.interval(upper)
         self.ranges[name] = (lo, hi - 1)
+        count = it - start if s == 1 and step > 0 else it  # the iterations run before this one
+        starts_of = [(other, self.affine(first), self.loop_step(node, other, nxt)) for other, first, nxt in others]
         self.scopes.append(dict(decl_scope))
         self.bind(var, ("iter", value))
+        for other, first, other_step in starts_of:  # j of for (i = 0, j = n - 1; ...; i++, j--)
+            self.bind(other, ("alias", first + count * other_step))
         self.path.append(("loop", name))
         self.stack.append([])
         self.guards.extend(guards)
@@ -860,10 +907,38 @@ class _Translator:
             return init.lvalue.name, init.rvalue, {}
         raise self.src.error(node, "the loop must start with 'i = START' or 'int i = START'")
 
-    def loop_step(self, node: c_ast.For, var: str) -> int:
-        """The constant the loop adds to its iterator each time (i++, i -= 2, i = i + 4, ...; a size or a
-        constant macro may give it)."""
-        n = node.next
+    def companions(self, node: c_ast.For) -> tuple[c_ast.For, list[tuple[str, c_ast.Node, c_ast.Node]]]:
+        """``for (i = 0, j = n - 1; ...; i++, j--)``: the loop of its first iterator, and each other one's name,
+        start and step (it is that start plus its step times the iterations run)."""
+        init, nxt = node.init, node.next
+        if isinstance(init, c_ast.DeclList) and len(init.decls) > 1:
+            firsts = [(d.name, d.init) for d in init.decls]
+            for d in init.decls:
+                if base_type(self.src, d) != (INDEX, []) or d.init is None:
+                    raise self.src.error(node, f"loop variable {d.name!r} must be an int with a start")
+            init = c_ast.DeclList(init.decls[:1], init.coord)
+        elif isinstance(init, c_ast.ExprList) and len(init.exprs) > 1:
+            if not all(isinstance(e, c_ast.Assignment) and e.op == "=" and isinstance(e.lvalue, c_ast.ID)
+                       for e in init.exprs):
+                raise self.src.error(node, "the loop must start each of its variables with 'i = START'")
+            firsts = [(e.lvalue.name, e.rvalue) for e in init.exprs]
+            init = init.exprs[0]
+        else:
+            return node, []
+        steps = {}
+        for e in nxt.exprs if isinstance(nxt, c_ast.ExprList) else [nxt]:
+            target = e.expr if isinstance(e, c_ast.UnaryOp) else getattr(e, "lvalue", None)
+            steps[getattr(target, "name", None)] = e
+        if set(steps) != {name for name, _ in firsts}:
+            raise self.src.error(node, "the loop must step each variable it starts, and only those")
+        first = firsts[0][0]
+        main = c_ast.For(init, node.cond, steps[first], node.stmt, node.coord)
+        return main, [(name, start, steps[name]) for name, start in firsts[1:]]
+
+    def loop_step(self, node: c_ast.For, var: str, n: c_ast.Node | None = None) -> int:
+        """The constant the loop adds to its iterator (or to ``var`` by ``n``) each time (i++, i -= 2,
+        i = i + 4, ...; a size or a constant macro may give it)."""
+        n = node.next if n is None else n
         if isinstance(n, c_ast.UnaryOp) and isinstance(n.expr, c_ast.ID) and n.expr.name == var:
             if n.op in ("++", "p++"):
                 return 1
@@ -996,6 +1071,7 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     given = dict(params or {})
     found = file_sizes(src, src.int_params)
     taken = {n: v for n, v in found.values.items() if n not in given}
+    whiles_as_fors(src.function.body)
     t = _Translator(src, {**taken, **given})
     func_params = src.function.decl.type.args.params if src.function.decl.type.args else []
     for p in func_params:
