@@ -300,7 +300,7 @@ def _store_training(a: argparse.Namespace) -> argparse.Namespace:
     """``train --store``: the store's measurements of this machine exported for training, and the defaults
     of fine-tuning (from the model shipped for this CPU, every one of its networks, written where ``optimize``
     finds it)."""
-    from .codegen.c_source import CODEGEN_VERSION
+    from .codegen.c_source import codegen_version
     from .costmodel.data import export_store
     from .costmodel.model import CostModel
     from .database.fingerprint import cpu_model
@@ -318,7 +318,7 @@ def _store_training(a: argparse.Namespace) -> argparse.Namespace:
     if a.init_member >= len(nets):
         raise LoopcostError(f"--init-member {a.init_member}: {init} has {len(nets)} network(s), numbered from 0")
     data = out.with_suffix(".store.npz")
-    info = export_store(store, data, fingerprint=fp, codegen=CODEGEN_VERSION)
+    info = export_store(store, data, fingerprint=fp, codegen=codegen_version)
     print(f"fine-tuning {init} ({len(nets)} network(s)) on {info['records']} schedules of {info['programs']} "
           f"programs measured on this machine ({fp})", file=sys.stderr)
     return argparse.Namespace(**{**vars(a), "data": str(data), "out": str(out), "db": str(store), "init": init,

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from loopcost.codegen.c_source import CODEGEN_VERSION
+from loopcost.codegen.c_source import VERSION_WITHOUT_TEMPS
 from loopcost.costmodel.metrics import noise_ceiling
 from loopcost.database.store import Store
 from loopcost.dataset.build import build
@@ -182,12 +182,12 @@ def test_a_database_measured_on_an_older_code_generator_does_not_resume(tmp_path
     build(db, programs=1, cfg=cfg, workers=1, progress=False)
     con = sqlite3.connect(db)
     settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
-    assert settings["codegen"] == CODEGEN_VERSION
+    assert settings["codegen"] == VERSION_WITHOUT_TEMPS
     del settings["codegen"]  # as builds before the version was stored
     con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
     con.commit()
     con.close()
-    with pytest.raises(LoopcostError, match=f"codegen 1 \\(now {CODEGEN_VERSION}\\).*older code generator"):
+    with pytest.raises(LoopcostError, match=f"codegen 1 \\(now {VERSION_WITHOUT_TEMPS}\\).*older code generator"):
         build(db, programs=2, cfg=cfg, workers=1, progress=False)
 
 

@@ -23,6 +23,7 @@ from ..ir.polyhedral import domains
 from ..ir.program import RESERVED, Computation, Program
 from ..ir.state import ProgramState
 from .blocks import Element, affine_ast, condition, copies, element, element_c, registers
+from .contraction import scalar_temps
 
 MACROS = """\
 #ifndef LC_MACROS
@@ -62,8 +63,17 @@ def slp_blocks(state: ProgramState) -> bool:
 # Bumped when the C printed for a schedule changes how fast it runs, so that no dataset build mixes labels
 # of two generators. 1: parallel bodies inline; 2: parallel bodies in restrict helpers; 3: a pack of a buffer
 # read only as constant * buffer holds the products; 4: a copy's dimensions in the order its readers move them;
-# 5: a block's broadcast operand one element apart in its copy.
-CODEGEN_VERSION = 5
+# 5: a block's broadcast operand one element apart in its copy; 6: temporaries as local scalars
+# (``contraction``), which changed only programs with temporaries.
+CODEGEN_VERSION = 6
+#: the version of the C of programs without temporaries (every generated one): 6 changed only the others
+VERSION_WITHOUT_TEMPS = 5
+
+
+def codegen_version(p: Program) -> int:
+    """The version of the code generator that labels measurements of ``p``: the last that changed how fast
+    the C of a program like it runs (so the labels of programs 6 did not change stay reusable)."""
+    return CODEGEN_VERSION if any(b.role == "temp" for b in p.buffers) else VERSION_WITHOUT_TEMPS
 PARALLEL_PRAGMA = "#pragma omp parallel for"
 _ISL_MACROS = re.compile(r"\b(floord|min|max)\(")
 _ITERATOR = re.compile(r"\bc\d+\b")  # isl's names of the AST's loop iterators
@@ -97,15 +107,18 @@ def copy_element(name: str, index: list[str], offsets: tuple[str, ...], box: Box
 
 def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
            local: Mapping[Element, str] | None = None, aenv: Mapping[str, Affine | None] | None = None,
-           packs: Mapping[str, Packed] | None = None) -> str:
+           packs: Mapping[str, Packed] | None = None, scalars: Mapping[str, str] | None = None) -> str:
     """C text of an expression whose result has ``dtype``; elements that ``local`` names (their index
     read through ``aenv``) are printed as those local variables, and reads of a buffer in ``packs`` read
-    its copy (a product of a scaled copy's constant and a read of it: the copy's element)."""
+    its copy (a product of a scaled copy's constant and a read of it: the copy's element); a temporary
+    in ``scalars`` is its local scalar."""
     if isinstance(e, Const):  # an int is C's int (1 / y[i] divides as C does), a float a floating constant
         if isinstance(e.value, int):
             return str(e.value)
         return repr(e.value) + ("f" if dtype == "float32" else "")
     if isinstance(e, Read):
+        if scalars and e.buffer in scalars:
+            return scalars[e.buffer]
         if local and aenv is not None and element(e, aenv) in local:
             return local[element(e, aenv)]
         if packs and e.buffer in packs:
@@ -117,12 +130,12 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
     if isinstance(e, BinOp):
         if packs and (scaled := scaled_read(e)) is not None and scaled[0].buffer in packs \
                 and packs[scaled[0].buffer][2] == scaled[1]:
-            return expr_c(scaled[0], p, env, dtype, local, aenv, packs)  # the copy holds the product
+            return expr_c(scaled[0], p, env, dtype, local, aenv, packs, scalars)  # the copy holds the product
         operands = "int64" if e.op in INTEGER_OPS else dtype  # i in y[i] % (i + 1) is no double
-        lhs, rhs = (expr_c(x, p, env, operands, local, aenv, packs) for x in (e.lhs, e.rhs))
+        lhs, rhs = (expr_c(x, p, env, operands, local, aenv, packs, scalars) for x in (e.lhs, e.rhs))
         return f"({lhs} {e.op} {rhs})"
     if isinstance(e, Call):
-        args = [expr_c(a, p, env, dtype, local, aenv, packs) for a in e.args]
+        args = [expr_c(a, p, env, dtype, local, aenv, packs, scalars) for a in e.args]
         if e.fn == "neg":
             return f"(-{args[0]})"
         if e.fn in ("min", "max"):
@@ -136,10 +149,11 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
 
 
 def statement_c(c: Computation, p: Program, env: dict[str, str], local: Mapping[Element, str] | None = None,
-                aenv: Mapping[str, Affine | None] | None = None, packs: Mapping[str, Packed] | None = None) -> str:
+                aenv: Mapping[str, Affine | None] | None = None, packs: Mapping[str, Packed] | None = None,
+                scalars: Mapping[str, str] | None = None) -> str:
     dtype = p.buffer(c.target.buffer).dtype
-    lhs = expr_c(c.target, p, env, dtype, local, aenv)
-    rhs = expr_c(c.rhs, p, env, dtype, local, aenv, packs)
+    lhs = expr_c(c.target, p, env, dtype, local, aenv, scalars=scalars)
+    rhs = expr_c(c.rhs, p, env, dtype, local, aenv, packs, scalars)
     if c.reduction in ("+", "*"):
         return f"{lhs} {c.reduction}= {rhs};"
     if c.reduction in ("max", "min"):
@@ -164,7 +178,8 @@ class _Printer:
     with the iterators in scope: inlined, it keeps the aliasing facts.
     """
 
-    def __init__(self, state: ProgramState, fname: str, helpers: list[str] | None = None) -> None:
+    def __init__(self, state: ProgramState, fname: str, helpers: list[str] | None = None,
+                 contracted: dict[str, int] | None = None) -> None:
         self.state = state
         self.p = state.program
         self.fname = fname
@@ -184,6 +199,9 @@ class _Printer:
         self.packs: dict[str, Packed] = {}
         self.copies = 0  # packs printed
         self.packed: set[tuple[str, str]] = set()  # (loop, buffer) packs whose loop is being printed
+        #: temporaries printable as local scalars (``contraction``): the loops around their declaration
+        self.contracted = scalar_temps(state) if contracted is None else contracted
+        self.scalars: dict[str, str] = {}  # those declared where the node is printed: their local names
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -390,14 +408,33 @@ class _Printer:
 
     def helper_call(self, body: isl.AstNode, iterators: list[str]) -> str:
         """Print ``body`` as a helper function of ``iterators``; return the call."""
-        sub = _Printer(self.state, self.fname, self.helpers)
+        sub = _Printer(self.state, self.fname, self.helpers, self.contracted)
         sub.scope = list(iterators)
+        sub.scalars = dict(self.scalars)
+        sub.declare_scalars(body, _level(iterators[-1]) + 1, 1)
         sub.node(body, 1)
         name = f"{self.fname}_par{len(self.helpers)}"
-        params = ", ".join([buffer_params(self.p)] + [f"const int {it}" for it in iterators])
+        # the scalars declared around the loop are read in it (a write would be carried: not parallel)
+        outer = [(self.scalars[b], DTYPES[self.p.buffer(b).dtype]) for b in sorted(self.scalars)]
+        params = ", ".join([buffer_params(self.p)] + [f"const int {it}" for it in iterators]
+                           + [f"const {t} {s}" for s, t in outer])
         head = "".join(f"{a} " for a in sub.attributes())
         self.helpers.append(f"{head}static inline void {name}({params})\n{{\n" + "\n".join(sub.lines) + "\n}\n")
-        return f"{name}({', '.join([b.name for b in self.p.buffers] + iterators)});"
+        return f"{name}({', '.join([b.name for b in self.p.buffers] + iterators + [s for s, _ in outer])});"
+
+    def declare_scalars(self, body: isl.AstNode, loops: int, depth: int) -> None:
+        """Declare, at the top of ``body`` (inside ``loops`` loops), the local scalars of the temporaries whose
+        accesses all lie in it."""
+        under = None
+        for name, n in self.contracted.items():
+            if n != loops or name in self.scalars:
+                continue
+            under = self.statements_under(body) if under is None else under
+            users = {c.name for c in self.p.computations()
+                     if any(r.buffer == name for r in [c.target, *c.reads()])}
+            if users <= under:
+                self.scalars[name] = f"lc_s_{name}"
+                self.emit(depth, f"{DTYPES[self.p.buffer(name).dtype]} lc_s_{name};")
 
     def attributes(self) -> list[str]:
         """The attributes of the function printed: wide vectors for register blocks, and no loop
@@ -433,9 +470,10 @@ class _Printer:
         if PARALLEL_PRAGMA in pragmas:
             self.emit(depth + 1, self.helper_call(node.for_get_body(), self.scope + [it]))
         else:
-            outer, self.local = self.local, local or self.local
+            outer, self.local, scalars = self.local, local or self.local, dict(self.scalars)
+            self.declare_scalars(node.for_get_body(), _level(it) + 1, depth + 1)
             self.scoped(it, node.for_get_body(), depth + 1)
-            self.local = outer
+            self.local, self.scalars = outer, scalars
         self.emit(depth, "}")
         if local:
             for el, name in local.items():
@@ -522,11 +560,17 @@ class _Printer:
                    for lp, a in zip(self.loops[name], args, strict=True)}
             packs = {b: packed for b, packed in self.packs.items() if name in packed[3].readers}
             self.emit(depth, statement_c(self.comps[name], self.p, env, self.local, (aenv or self.aenv(call))
-                                         if self.local else None, packs))
+                                         if self.local else None, packs, self.scalars))
         elif t == isl.ast_node_type.mark:
             self.node(node.mark_get_node(), depth)
         else:
             raise NotImplementedError(f"isl AST node type {t}")
+
+
+def _level(iterator: str) -> int:
+    """The loop level (0: outermost) of an AST iterator: ``c1`` is level 0, ``c3`` level 1 (time dimensions
+    alternate betas and loops)."""
+    return (int(iterator[1:]) - 1) // 2
 
 
 def ast_of(state: ProgramState) -> isl.AstNode:

@@ -91,15 +91,24 @@ def export(db: str, path: str, progress=None, seeds: Sequence[int] | None = None
     return records.write(path)
 
 
-def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str, codegen: int) -> dict:
+def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str,
+                 codegen: Callable[[Program], int]) -> dict:
     """Featurize what the machine ``fingerprint`` measured into its store (``loopcost run`` and ``optimize``
-    keep every measurement there) into ``path`` (.npz): one record per measured schedule, labelled with
-    the median of its measured speedups. A store holds a few programs of the user's own: schedules, not
-    programs, are held out (1 in 10 for validation, by hash), so that a model fine-tuned on it learns
-    these programs on this machine."""
+    keep every measurement there) from C of the code generator version ``codegen(program)`` into ``path``
+    (.npz): one record per measured schedule, labelled with the median of its measured speedups. A store
+    holds a few programs of the user's own: schedules, not programs, are held out (1 in 10 for validation,
+    by hash), so that a model fine-tuned on it learns these programs on this machine."""
     with Store(store_path) as store:
+        versions: dict[str, int] = {}
+
+        def current(h: str, version: int) -> bool:
+            if h not in versions:
+                versions[h] = codegen(Program.from_json(store.run_program_json(h)))
+            return versions[h] == version
+
         rows = [(h, "val" if int(schedule_hash(h, text)[:8], 16) % 10 == 0 else "train", text, sp, False)
-                for h, text, sp in store.run_labels(fingerprint, codegen)]
+                for version in store.run_codegens(fingerprint)
+                for h, text, sp in store.run_labels(fingerprint, version) if current(h, version)]
         records = _featurized(rows, store.run_program_json)
     if not {SPLITS.index("val"), SPLITS.index("train")} <= set(records.split):
         raise LoopcostError(f"{store_path} holds {len(records.trees)} measured schedules of this machine "

@@ -289,6 +289,12 @@ class Store:
             by.setdefault((h, text), []).append(sp)
         return [(h, text, statistics.median(v)) for (h, text), v in sorted(by.items())]
 
+    def run_codegens(self, fingerprint: str) -> list[int]:
+        """The code generator versions of the C that the machine with ``fingerprint`` measured."""
+        q = ("SELECT DISTINCT r.codegen FROM runs r JOIN machines m ON m.id = r.machine WHERE m.fingerprint = ? "
+             "ORDER BY r.codegen")
+        return [v for (v,) in self.db.execute(q, (fingerprint,))]
+
     def run_program_json(self, program_hash: str) -> dict:
         """The program of the runs of ``program_hash``."""
         return self._json("SELECT json FROM run_programs WHERE hash = ?", program_hash)

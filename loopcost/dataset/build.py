@@ -16,7 +16,7 @@ import json
 import time
 from dataclasses import asdict, replace
 
-from ..codegen.c_source import CODEGEN_VERSION
+from ..codegen.c_source import VERSION_WITHOUT_TEMPS
 from ..database.store import Store
 from ..errors import LoopcostError
 from ..runner.dask import executor
@@ -54,7 +54,7 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
     with Store(db) as store:
         config = json.dumps({"schedules": cfg.schedules, "generator": asdict(cfg.generator),
                              "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags),
-                             "staged_share": cfg.staged_share, "codegen": CODEGEN_VERSION}, sort_keys=True)
+                             "staged_share": cfg.staged_share, "codegen": VERSION_WITHOUT_TEMPS}, sort_keys=True)
         settings = json.loads(config)
         old = store.meta(f"build:{cfg.seed}")
         if old is not None:
@@ -66,7 +66,7 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
                 differ = ", ".join(f"{k} {before.get(k)!r} (now {v!r})" for k, v in settings.items()
                                    if before.get(k) != v)
                 hint = ("; its labels were measured on C from an older code generator, which this version no "
-                        "longer prints: continue in another --db" if before["codegen"] != CODEGEN_VERSION else
+                        "longer prints: continue in another --db" if before["codegen"] != VERSION_WITHOUT_TEMPS else
                         "; it was timed as --legacy-timing times: pass it to resume, or use another seed"
                         if before["timing"] == asdict(LEGACY_TIMING) and settings["timing"] != before["timing"] else
                         "; use the same settings to resume, or another seed or --db")

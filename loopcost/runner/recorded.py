@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..codegen.c_source import CODEGEN_VERSION
+from ..codegen.c_source import codegen_version
 from ..codegen.harness import Harness
 from ..database.store import Run, Store
 from ..ir.state import ProgramState
@@ -33,7 +33,7 @@ def record(store_path: str | Path, program_state: ProgramState, measurements: Se
             by_machine.setdefault(m.fingerprint, []).append(m)
         for fp, ms in by_machine.items():
             store.add_runs(program_json=p.to_json(), program_hash=p.content_hash(),
-                           machine=store.machine_id(fp, ms[0].machine), codegen=CODEGEN_VERSION, source=source,
+                           machine=store.machine_id(fp, ms[0].machine), codegen=codegen_version(p), source=source,
                            runs=[Run(m.label, m.verified, m.error, m.times, m.reference_times, m.speedup, seed)
                                  for m in ms], now=time.time())
 
@@ -49,7 +49,7 @@ def stored(store_path: str | Path, program_state: ProgramState, labels: Sequence
     fp, info = machine
     p = program_state.program
     with Store(store_path) as store:
-        runs = store.reusable(p.content_hash(), labels, fingerprint=fp, codegen=CODEGEN_VERSION, seed=seed,
+        runs = store.reusable(p.content_hash(), labels, fingerprint=fp, codegen=codegen_version(p), seed=seed,
                               before=before, enough=enough)
     return {label: Measurement(label, r.times, r.reference_times, True, None, fingerprint=fp, machine=info,
                                reused=True) for label, r in runs.items()}
