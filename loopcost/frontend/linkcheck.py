@@ -13,9 +13,10 @@ from ..codegen.compiler import Toolchain, Unit
 from ..codegen.harness import PRELUDE, Harness, UserInit, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
+from .declared import INDEX, base_type, return_type
 from .emit import global_declarations
 from .parse import CSource, define_flags, spell_typedefs, walk_nodes
-from .translate import INDEX, CKernel, base_type, return_type
+from .translate import CKernel
 
 ORIGINAL_FLAGS = ("-O3", "-march=native")
 EMITTED_FLAGS = ("-O3", "-march=native", "-fopenmp")

@@ -1,13 +1,13 @@
 """Translate the region of a C function into a loopcost ``Program``.
 
-The subset: ``for`` loops with affine bounds and unit steps (up or down),
-affine ``if`` conditions, assignments and compound assignments to arrays and
-scalars, and arithmetic with math calls. Arrays come from parameters
-(fixed-size or variable-length) or locals; ``int`` parameters are sizes.
-Floating-point scalars declared outside the region are passed to the
-optimized kernel by address; scalars declared inside it are temporaries,
-expanded over the loops they live in when no value flows between iterations.
-Anything else is refused with the line and the reason.
+The subset: ``for`` loops with affine bounds and constant steps (``loops``; counting ``while`` loops are read as
+``for`` loops), affine ``if`` conditions (``if``s on data are selects), assignments and compound assignments to
+arrays and scalars, arithmetic, conversions and math calls on values, loop iterators as values. Arrays come from
+parameters (fixed-size, variable-length or pointers), the file's variables or locals; integer parameters are
+sizes; a pointer given once into an array is that array's elements. Floating-point scalars declared outside the
+region are passed to the optimized kernel by address; scalars declared inside it are temporaries (an integer
+one initialized with an affine expression of iterators is a name for it), expanded over the loops they live in
+when no value flows between iterations. Anything else is refused with the line and the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 
-from pycparser import c_ast, c_generator
+from pycparser import c_ast
 
 from ..errors import CSourceError, NotAffineError, ProgramError
 from ..ir.affine import Affine
@@ -24,17 +24,13 @@ from ..ir.expr import BinOp, Call, Const, Expr, IterValue, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
 from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
+from .declared import INDEX, SUPPORTED, UNSIZED, base_type, c_divmod, element_type, int_literal, return_type, text
 from .extents import PROVISIONAL, sized_by_accesses
+from .loops import LoopReader
 from .parse import CSource
 from .rewrite import allocation, free_names, select_of, substituted, whiles_as_fors
 from .sizes import FileSizes, changed_names, file_sizes
 
-C_TYPES = {"double": "float64", "float": "float32", "int": "int32", "char": "int8", "short": "int16",
-           "short int": "int16", "long": "int64", "long int": "int64", "long long": "int64", "long long int": "int64",
-           "unsigned char": "uint8", "unsigned short": "uint16", "unsigned short int": "uint16", "unsigned": "uint32",
-           "unsigned int": "uint32", "unsigned long": "uint64", "unsigned long int": "uint64",
-           "unsigned long long": "uint64", "unsigned long long int": "uint64"}
-_SUPPORTED = "double, float, and char, short, int and long, signed or unsigned"
 #: C's binary operators on values, and how integer constants fold
 _INT_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "<<": operator.lshift, ">>": operator.rshift,
             "&": operator.and_, "|": operator.or_, "^": operator.xor}
@@ -94,83 +90,13 @@ class _Temp:
     events: list[tuple[tuple, str, c_ast.Node]] = field(default_factory=list)
 
 
-def _text(node: c_ast.Node) -> str:
-    return c_generator.CGenerator().visit(node)
-
-
-def _c_divmod(a: int, b: int) -> tuple[int, int]:
-    """C's ``a / b`` and ``a % b`` on ints: the quotient truncates toward zero."""
-    q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)
-    return q, a - q * b
-
-
-def _int_literal(text: str) -> int:
-    t = text.rstrip("uUlL")
-    if t.lower().startswith("0x"):
-        return int(t, 16)
-    if len(t) > 1 and t.startswith("0"):
-        return int(t, 8)
-    return int(t)
-
-
 #: fused multiply-adds, read as ``a * b + c``
 _FMA = ("fma", "fmaf")
-#: the type ``base_type`` gives an integer scalar that counts (any width, signed or not, but ``char``): a size
-#: parameter, an int local, a loop iterator
-INDEX = "index"
-#: the first dimension of a pointer (``double *A``, ``double (*A)[M]``) or of ``double A[][M]``: its extent is
-#: what the region's accesses reach (``sized_by_accesses``)
-UNSIZED = c_ast.Constant("int", "UNSIZED")
-
-
-def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | None]]:
-    """(dtype, array dimensions) of a declaration's type: the first is ``UNSIZED`` for a pointer to elements or
-    rows (``double *A``, ``double (*A)[M]``) and for ``double A[][M]``; pointers to pointers, arrays of
-    pointers and unknown types are refused."""
-    dims: list[c_ast.Node | None] = []
-    t = decl.type
-    if isinstance(t, c_ast.PtrDecl):
-        dims.append(UNSIZED)
-        t = t.type
-    while isinstance(t, c_ast.ArrayDecl):
-        dims.append(UNSIZED if t.dim is None and not dims else t.dim)
-        t = t.type
-    if isinstance(t, c_ast.PtrDecl):
-        raise src.error(decl, f"{decl.name!r} is " + ("a pointer to pointers" if dims == [UNSIZED] else
-                                                       "an array of pointers")
-                        + f"; loopcost reads arrays whose rows lie side by side, e.g. double *{decl.name} (indexed "
-                          f"{decl.name}[i * m + j]) or double {decl.name}[N][M]")
-    if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
-        raise src.error(decl, f"the type of {decl.name!r} is not supported (use {_SUPPORTED})")
-    if not dims and src.is_index(t.type.names):
-        return INDEX, dims
-    return element_type(src, decl, t.type.names, repr(decl.name)), dims
-
-
-def element_type(src: CSource, node: c_ast.Node, names: list[str], what: str) -> str:
-    """The dtype of elements of C type ``names`` (typedefs spelled out; ``unsigned`` first) that ``what``
-    has."""
-    words = src.resolve(names).split()
-    name = " ".join(["unsigned"] * ("unsigned" in words) + [w for w in words if w != "unsigned"])
-    if name not in C_TYPES:
-        raise src.error(node, f"{what} has type {name!r}; loopcost supports {_SUPPORTED}")
-    return C_TYPES[name]
-
-
 #: the local variable of the emitted function that the optimized kernel writes the returned value into
 RESULT = "lc_result"
 
 
-def return_type(src: CSource) -> str | None:
-    """The dtype of the value ``src``'s function returns (None: void, or a type loopcost does not read)."""
-    t = src.function.decl.type.type
-    if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
-        return None
-    name = src.resolve(t.type.names)
-    return None if name == "void" else C_TYPES.get(name)
-
-
-class _Translator:
+class _Translator(LoopReader):
     def __init__(self, src: CSource, params: dict[str, int]) -> None:
         self.src = src
         self.params = dict(params)
@@ -296,7 +222,7 @@ class _Translator:
                                            f"{decl.name}[N][M], not {decl.name}[][M]")
             a = self.affine(d)
             if a.terms or a.const < 1:
-                raise self.src.error(d, f"dimension of {decl.name!r} must be a positive size, got {_text(d)}")
+                raise self.src.error(d, f"dimension of {decl.name!r} must be a positive size, got {text(d)}")
             out.append(a.const)
         return tuple(out)
 
@@ -304,7 +230,7 @@ class _Translator:
     def affine(self, node: c_ast.Node) -> Affine:
         """Affine form of an index, bound or condition operand, in IR loop names."""
         if isinstance(node, c_ast.Constant) and node.type == "int":
-            return Affine.of(_int_literal(node.value))
+            return Affine.of(int_literal(node.value))
         if isinstance(node, c_ast.ID):
             kind, what = self.lookup(node)
             if kind in ("iter", "alias"):
@@ -316,11 +242,11 @@ class _Translator:
             if kind == "int":
                 raise self.src.error(node, f"{node.name!r} is used outside a loop that it is the iterator of")
             raise self.src.error(node, f"{node.name!r} is data, not a loop iterator or size: "
-                                       f"'{_text(node)}' is not affine")
+                                       f"'{text(node)}' is not affine")
         if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
             a = self.affine(node.expr)
             return -a if node.op == "-" else a
-        if isinstance(node, c_ast.Cast) and _text(node.to_type).strip() in ("int", "long"):
+        if isinstance(node, c_ast.Cast) and text(node.to_type).strip() in ("int", "long"):
             return self.affine(node.expr)
         if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "%"):
             a, b = self.affine(node.left), self.affine(node.right)
@@ -332,13 +258,13 @@ class _Translator:
                 try:
                     return a * b
                 except NotAffineError:
-                    raise self.src.error(node, f"'{_text(node)}' multiplies two iterators: not affine") from None
+                    raise self.src.error(node, f"'{text(node)}' multiplies two iterators: not affine") from None
             if a.terms or b.terms:
-                raise self.src.error(node, f"'{_text(node)}' divides an iterator: not affine")
+                raise self.src.error(node, f"'{text(node)}' divides an iterator: not affine")
             if b.const == 0:
-                raise self.src.error(node, f"division by zero in '{_text(node)}'")
-            return Affine.of(_c_divmod(a.const, b.const)[0 if node.op == "/" else 1])
-        raise self.src.error(node, f"'{_text(node)}' is not an affine expression of loop iterators and sizes")
+                raise self.src.error(node, f"division by zero in '{text(node)}'")
+            return Affine.of(c_divmod(a.const, b.const)[0 if node.op == "/" else 1])
+        raise self.src.error(node, f"'{text(node)}' is not an affine expression of loop iterators and sizes")
 
     def conditions(self, node: c_ast.Node) -> list[Affine]:
         """An ``if`` condition as affine constraints ``g >= 0`` (a conjunction)."""
@@ -348,7 +274,7 @@ class _Translator:
             a, b = self.affine(node.left), self.affine(node.right)
             return {"<": [b - a - 1], "<=": [b - a], ">": [a - b - 1], ">=": [a - b],
                     "==": [a - b, b - a]}[node.op]
-        raise self.src.error(node, f"condition '{_text(node)}' is not supported: use comparisons of affine "
+        raise self.src.error(node, f"condition '{text(node)}' is not supported: use comparisons of affine "
                                    "expressions (< <= > >= ==) joined by &&")
 
     # ---- values ---------------------------------------------------------
@@ -357,7 +283,7 @@ class _Translator:
         Affine for integer arithmetic on loop iterators (an ``IterValue`` where it meets data)."""
         if isinstance(node, c_ast.Constant):
             if node.type == "int":
-                return _int_literal(node.value)
+                return int_literal(node.value)
             if node.type in ("double", "float"):
                 return Const(float(node.value.rstrip("fFlL")))
             raise self.src.error(node, f"constant {node.value} of type {node.type} is not supported")
@@ -404,17 +330,17 @@ class _Translator:
             self.read.add(r.buffer)
             return r
         if isinstance(node, c_ast.UnaryOp) and node.op in ("*", "&"):
-            raise self.src.error(node, f"pointer operation '{_text(node)}' is not supported")
+            raise self.src.error(node, f"pointer operation '{text(node)}' is not supported")
         if isinstance(node, c_ast.Assignment):
             raise self.src.error(node, "assignments inside expressions are not supported")
-        raise self.src.error(node, f"expression '{_text(node)}' is not supported")
+        raise self.src.error(node, f"expression '{text(node)}' is not supported")
 
     def select(self, node: c_ast.TernaryOp) -> Expr:
         """``a OP b ? x : y`` on values: a select of the IR (both arms are values, computed as C does)."""
         cond = node.cond
         if not isinstance(cond, c_ast.BinaryOp) or cond.op not in _COMPARE:
             raise self.src.error(node, f"the condition of '?:' must compare two values (< <= > >= == !=), "
-                                       f"not '{_text(cond)}'")
+                                       f"not '{text(cond)}'")
         a, b = self.expr(cond.left), self.expr(cond.right)
         fn, swap = _COMPARE[cond.op]
         return Call(fn, ((b, a) if swap else (a, b)) + (self.expr(node.iftrue), self.expr(node.iffalse)))
@@ -423,7 +349,7 @@ class _Translator:
         """``(T) x``: constants and iterator values converted here, data by a conversion of the IR."""
         t = node.to_type.type
         if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, c_ast.IdentifierType):
-            raise self.src.error(node, f"cast to '{_text(node.to_type)}' is not supported")
+            raise self.src.error(node, f"cast to '{text(node.to_type)}' is not supported")
         to = element_type(self.src, node, t.type.names, "the cast")
         v = self.value(node.expr)
         if to in INT_DTYPES:
@@ -436,25 +362,25 @@ class _Translator:
 
     def _int_op(self, node: c_ast.Node, a: int, b: int) -> int:
         if node.op in ("/", "%") and b == 0:
-            raise self.src.error(node, f"division by zero in '{_text(node)}'")
+            raise self.src.error(node, f"division by zero in '{text(node)}'")
         if node.op in ("/", "%"):
-            return _c_divmod(a, b)[0 if node.op == "/" else 1]
+            return c_divmod(a, b)[0 if node.op == "/" else 1]
         if node.op in ("<<", ">>") and b < 0:
-            raise self.src.error(node, f"negative shift in '{_text(node)}'")
+            raise self.src.error(node, f"negative shift in '{text(node)}'")
         return _INT_OPS[node.op](a, b)
 
     def _iterator_op(self, node: c_ast.BinaryOp, a: Affine, b: Affine) -> Affine:
         """Integer arithmetic on loop iterators, as C computes it: affine, or refused."""
         if node.op in ("/", "%"):
-            raise self.src.error(node, f"'{_text(node)}' divides a loop iterator as integers: not supported "
+            raise self.src.error(node, f"'{text(node)}' divides a loop iterator as integers: not supported "
                                        "(write a floating-point constant, e.g. i / 2.0, for a number)")
         if node.op not in ("+", "-", "*"):
-            raise self.src.error(node, f"'{_text(node)}': '{node.op}' on a loop iterator is not supported")
+            raise self.src.error(node, f"'{text(node)}': '{node.op}' on a loop iterator is not supported")
         if node.op == "*":
             try:
                 return a * b
             except NotAffineError:
-                raise self.src.error(node, f"'{_text(node)}' multiplies two loop iterators as integers: not "
+                raise self.src.error(node, f"'{text(node)}' multiplies two loop iterators as integers: not "
                                            "supported (convert one first, e.g. (double) i * j)") from None
         return a + b if node.op == "+" else a - b
 
@@ -469,7 +395,7 @@ class _Translator:
         return self.expr_of(self.value(node))
 
     def call(self, node: c_ast.FuncCall) -> Expr:
-        name = node.name.name if isinstance(node.name, c_ast.ID) else _text(node.name)
+        name = node.name.name if isinstance(node.name, c_ast.ID) else text(node.name)
         if (inlined := self.inlined(node, name)) is not None:
             if name in self.inlining:
                 raise self.src.error(node, f"{name} calls itself: recursion is not supported")
@@ -523,7 +449,7 @@ class _Translator:
             subs.append(base.subscript)
             base = base.name
         if not isinstance(base, c_ast.ID):
-            raise self.src.error(node, f"'{_text(node)}' is not an access to a named array")
+            raise self.src.error(node, f"'{text(node)}' is not an access to a named array")
         kind, what = self.lookup(base)
         if kind == "view" and len(subs) == 1:  # p[k], p = x + e: x[e + k]
             buffer, at = what
@@ -534,7 +460,7 @@ class _Translator:
         index = tuple(self.affine(s) for s in reversed(subs))
         if len(index) != len(self.buffers[what].shape):
             raise self.src.error(node, f"{base.name!r} has {len(self.buffers[what].shape)} dimension(s) but "
-                                       f"'{_text(node)}' uses {len(index)}")
+                                       f"'{text(node)}' uses {len(index)}")
         return Read(what, index)
 
     def dereference(self, node: c_ast.UnaryOp) -> Read:
@@ -543,7 +469,7 @@ class _Translator:
         if kind == "view":
             return Read(what[0], what[1])
         if kind != "array" or what not in self.unsized or len(self.buffers[what].shape) != 1:
-            raise self.src.error(node, f"pointer operation '{_text(node)}' is not supported ({node.expr.name!r} is "
+            raise self.src.error(node, f"pointer operation '{text(node)}' is not supported ({node.expr.name!r} is "
                                        "not a pointer to elements)")
         return Read(what, (Affine.of(0),))
 
@@ -569,7 +495,7 @@ class _Translator:
         dtype = return_type(self.src)
         if dtype is None:
             raise self.src.error(node, f"{self.src.name} returns a value of a type loopcost does not read "
-                                       f"(it reads {_SUPPORTED})")
+                                       f"(it reads {SUPPORTED})")
         name = self.fresh("result")
         self.buffers[name] = Buffer(name, (1,), dtype, "output")
         self.arguments[name] = f"&{RESULT}"
@@ -600,9 +526,9 @@ class _Translator:
         elif isinstance(node, (c_ast.EmptyStatement, c_ast.Pragma)):
             pass
         elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
-            raise self.src.error(node, f"'{_text(node)}' outside a for header is not supported; write an "
+            raise self.src.error(node, f"'{text(node)}' outside a for header is not supported; write an "
                                        "assignment")
-        elif isinstance(node, c_ast.FuncCall) and _text(node.name) == "free" and node.args is not None \
+        elif isinstance(node, c_ast.FuncCall) and text(node.name) == "free" and node.args is not None \
                 and len(node.args.exprs) == 1 and isinstance(node.args.exprs[0], c_ast.ID) \
                 and self.malloced(node.args.exprs[0]):
             pass  # a malloc'd temporary's end
@@ -612,7 +538,7 @@ class _Translator:
         elif isinstance(node, c_ast.Return):
             raise self.src.error(node, "return inside the region is not supported")
         else:
-            raise self.src.error(node, f"statement '{_text(node)}' is not supported")
+            raise self.src.error(node, f"statement '{text(node)}' is not supported")
 
     def pointer_view(self, decl: c_ast.Decl) -> tuple[str, tuple[Affine, ...]]:
         """``T *p = x + e`` (``&x[e]``, ``A[i]``, ``&A[i][j]``, another such pointer), never changed: the array
@@ -641,7 +567,7 @@ class _Translator:
             index = tuple(reversed(subs)) + (Affine.of(0),) * (rank - len(subs))
             if rank - len(subs) == 1:
                 return what, index[:-1] + (index[-1] + offset,)
-        raise self.src.error(decl, f"pointer {decl.name!r} = '{_text(decl.init)}' is not supported: a pointer in "
+        raise self.src.error(decl, f"pointer {decl.name!r} = '{text(decl.init)}' is not supported: a pointer in "
                                    "the region points into an array (x + e, &x[e], A[i]) or is malloc'd")
 
     def malloced(self, node: c_ast.ID) -> bool:
@@ -711,7 +637,7 @@ class _Translator:
                 raise self.src.error(node, f"assignment to array {lv.name!r} without subscripts")
             target = Read(what, (Affine.of(0),) if kind == "outer" else ())
         else:
-            raise self.src.error(node, f"assignment to '{_text(lv)}' is not supported (pointer operations are "
+            raise self.src.error(node, f"assignment to '{text(lv)}' is not supported (pointer operations are "
                                        "not)")
         self.add(target, node.rvalue, node.op, node)
 
@@ -784,10 +710,10 @@ class _Translator:
         target once."""
         then = self._branch(node.iftrue, node)
         other = self._branch(node.iffalse, node) if node.iffalse is not None else None
-        if other is not None and (_text(other.lvalue) != _text(then.lvalue) or other.op != then.op):
+        if other is not None and (text(other.lvalue) != text(then.lvalue) or other.op != then.op):
             raise self.src.error(node, f"an if on data is read as a select: both branches must assign the same "
-                                       f"target with the same operator ('{_text(then.lvalue)} {then.op}' and "
-                                       f"'{_text(other.lvalue)} {other.op}')")
+                                       f"target with the same operator ('{text(then.lvalue)} {then.op}' and "
+                                       f"'{text(other.lvalue)} {other.op}')")
         if other is not None:
             rest = other.rvalue
         elif then.op == "=":
@@ -805,170 +731,8 @@ class _Translator:
         if isinstance(stmt, c_ast.Assignment) and not isinstance(stmt.rvalue, c_ast.Assignment):
             return stmt
         raise self.src.error(stmt if getattr(stmt, "coord", None) else node,
-                             f"condition '{_text(node.cond)}' reads data: an if on data is read as a select, "
+                             f"condition '{text(node.cond)}' reads data: an if on data is read as a select, "
                              "and each of its branches must be one assignment (of the same target)")
-
-    def bounds(self, node: c_ast.Node, kind: str) -> list[Affine]:
-        """An affine loop bound, or the bounds of a min (``kind`` "min") or max ("max") of them written with
-        ``?:`` (``MIN(a, b)`` macros)."""
-        if isinstance(node, c_ast.TernaryOp) and isinstance(node.cond, c_ast.BinaryOp) \
-                and node.cond.op in ("<", "<=", ">", ">="):
-            first, second = _text(node.cond.left), _text(node.cond.right)
-            picked = (_text(node.iftrue), _text(node.iffalse))
-            smaller = (first, second) if node.cond.op in ("<", "<=") else (second, first)
-            if picked == (smaller if kind == "min" else smaller[::-1]):
-                out = self.bounds(node.iftrue, kind) + self.bounds(node.iffalse, kind)
-                consts = [b.const for b in out if not b.terms]  # constants fold into one
-                return [b for b in out if b.terms] + ([Affine.of((min if kind == "min" else max)(consts))]
-                                                       if consts else [])
-            raise self.src.error(node, f"loop bound '{_text(node)}': a loop runs up to a min of bounds, or down to "
-                                       f"a max, and from a max (up) or a min (down); this is not a {kind} of two")
-        return [self.affine(node)]
-
-    def for_loop(self, node: c_ast.For) -> None:
-        node, others = self.companions(node)
-        var, init, decl_scope = self.loop_init(node)
-        step = self.loop_step(node, var)
-        starts = self.bounds(init, "max" if step > 0 else "min")
-        if len(starts) > 1 and step != 1:
-            raise self.src.error(node, f"a loop that starts at a {'max' if step > 0 else 'min'} of bounds must step "
-                                       "by +1")
-        start = starts[0]
-        cond = node.cond
-        if not isinstance(cond, c_ast.BinaryOp) or cond.op not in ("<", "<=", ">", ">="):
-            raise self.src.error(node, "the loop condition must compare the iterator with an affine bound "
-                                       "(< <= > >=)")
-        op, left, right = cond.op, cond.left, cond.right
-        if isinstance(right, c_ast.ID) and right.name == var and not (isinstance(left, c_ast.ID)
-                                                                      and left.name == var):
-            op, left, right = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op], right, left
-        if not (isinstance(left, c_ast.ID) and left.name == var):
-            raise self.src.error(cond, f"the loop condition must compare the iterator {var!r} with a bound")
-        bounds = self.bounds(right, "min" if op in ("<", "<=") else "max")
-        if any(var in b.variables for b in bounds):
-            raise self.src.error(cond, "the loop bound depends on its own iterator")
-        if step > 0 and op not in ("<", "<="):
-            raise self.src.error(cond, f"an increasing loop needs {var} < or <= its bound")
-        if step < 0 and op not in (">", ">="):
-            raise self.src.error(cond, f"a decreasing loop needs {var} > or >= its bound")
-        name = self.fresh(var)
-        it = Affine.var(name)
-        shift = 1 if op in ("<=", ">=") else 0
-        s = abs(step)
-        guarded = bounds[1:]  # a min (max) of bounds: the loop runs to the first, the others guard its body
-        if s == 1 and step > 0:
-            lower, upper, value = start, bounds[0] + shift, it
-        elif s == 1:
-            lower, upper, value = Affine.of(0), start - bounds[0] + shift, start - it
-        else:  # the loop counts the steps: as many as fit in the span (each guarded if the span is not constant)
-            span = bounds[0] + shift - start if step > 0 else start - bounds[0] + shift
-            lower, value = Affine.of(0), start + it * s if step > 0 else start - it * s
-            upper = Affine.of(max(0, -(-max(self.interval(span)[1], 0) // s)))
-            if span.terms:
-                guarded = bounds
-        guards = [b + shift - value - 1 if step > 0 else value - b + shift - 1 for b in guarded]
-        guards += [value - a for a in starts[1:]]
-        lo, _ = self.interval(lower)
-        _, hi = self.interval(upper)
-        self.ranges[name] = (lo, hi - 1)
-        count = it - start if s == 1 and step > 0 else it  # the iterations run before this one
-        starts_of = [(other, self.affine(first), self.loop_step(node, other, nxt)) for other, first, nxt in others]
-        self.scopes.append(dict(decl_scope))
-        self.bind(var, ("iter", value))
-        for other, first, other_step in starts_of:  # j of for (i = 0, j = n - 1; ...; i++, j--)
-            self.bind(other, ("alias", first + count * other_step))
-        self.path.append(("loop", name))
-        self.stack.append([])
-        self.guards.extend(guards)
-        self.statement(node.stmt)
-        del self.guards[len(self.guards) - len(guards):]
-        body = self.stack.pop()
-        self.path.pop()
-        self.scopes.pop()
-        if body:
-            self.stack[-1].append(Loop(name, lower, upper, tuple(body)))
-
-    def loop_init(self, node: c_ast.For) -> tuple[str, c_ast.Node, dict]:
-        """The iterator, its start (an expression) and the scope its declaration opens."""
-        init = node.init
-        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
-            d = init.decls[0]
-            dtype, dims = base_type(self.src, d)
-            if dtype != INDEX or dims:
-                raise self.src.error(node, f"loop iterator {d.name!r} must be an int")
-            return d.name, d.init, {d.name: ("int", None)}
-        if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
-            kind, _ = self.lookup(init.lvalue)
-            if kind == "alias":
-                raise self.src.error(node, f"{init.lvalue.name!r} names a value given where it is declared; "
-                                           "a loop cannot reuse it as its iterator")
-            if kind not in ("int", "iter"):
-                raise self.src.error(node, f"loop iterator {init.lvalue.name!r} must be an int variable")
-            return init.lvalue.name, init.rvalue, {}
-        raise self.src.error(node, "the loop must start with 'i = START' or 'int i = START'")
-
-    def companions(self, node: c_ast.For) -> tuple[c_ast.For, list[tuple[str, c_ast.Node, c_ast.Node]]]:
-        """``for (i = 0, j = n - 1; ...; i++, j--)``: the loop of its first iterator, and each other one's name,
-        start and step (it is that start plus its step times the iterations run)."""
-        init, nxt = node.init, node.next
-        if isinstance(init, c_ast.DeclList) and len(init.decls) > 1:
-            firsts = [(d.name, d.init) for d in init.decls]
-            for d in init.decls:
-                if base_type(self.src, d) != (INDEX, []) or d.init is None:
-                    raise self.src.error(node, f"loop variable {d.name!r} must be an int with a start")
-            init = c_ast.DeclList(init.decls[:1], init.coord)
-        elif isinstance(init, c_ast.ExprList) and len(init.exprs) > 1:
-            if not all(isinstance(e, c_ast.Assignment) and e.op == "=" and isinstance(e.lvalue, c_ast.ID)
-                       for e in init.exprs):
-                raise self.src.error(node, "the loop must start each of its variables with 'i = START'")
-            firsts = [(e.lvalue.name, e.rvalue) for e in init.exprs]
-            init = init.exprs[0]
-        else:
-            return node, []
-        steps = {}
-        for e in nxt.exprs if isinstance(nxt, c_ast.ExprList) else [nxt]:
-            target = e.expr if isinstance(e, c_ast.UnaryOp) else getattr(e, "lvalue", None)
-            steps[getattr(target, "name", None)] = e
-        if set(steps) != {name for name, _ in firsts}:
-            raise self.src.error(node, "the loop must step each variable it starts, and only those")
-        first = firsts[0][0]
-        main = c_ast.For(init, node.cond, steps[first], node.stmt, node.coord)
-        return main, [(name, start, steps[name]) for name, start in firsts[1:]]
-
-    def loop_step(self, node: c_ast.For, var: str, n: c_ast.Node | None = None) -> int:
-        """The constant the loop adds to its iterator (or to ``var`` by ``n``) each time (i++, i -= 2,
-        i = i + 4, ...; a size or a constant macro may give it)."""
-        n = node.next if n is None else n
-        if isinstance(n, c_ast.UnaryOp) and isinstance(n.expr, c_ast.ID) and n.expr.name == var:
-            if n.op in ("++", "p++"):
-                return 1
-            if n.op in ("--", "p--"):
-                return -1
-        step = None
-        if isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == var:
-            if n.op in ("+=", "-="):
-                step = (n.rvalue, 1 if n.op == "+=" else -1)
-            elif n.op == "=" and isinstance(n.rvalue, c_ast.BinaryOp) and n.rvalue.op in ("+", "-") \
-                    and isinstance(n.rvalue.left, c_ast.ID) and n.rvalue.left.name == var:
-                step = (n.rvalue.right, 1 if n.rvalue.op == "+" else -1)
-        if step is not None:
-            try:
-                size = self.affine(step[0])
-            except CSourceError:  # not a constant: said below
-                size = Affine.var(var)
-            if not size.terms and size.const > 0:
-                return step[1] * size.const
-        raise self.src.error(node, f"the loop must step its iterator {var!r} by a positive constant (i++, i--, "
-                                   "i += 4, i = i - 2)")
-
-    def interval(self, a: Affine) -> tuple[int, int]:
-        """Bounds of an affine expression over the ranges of the loops it uses."""
-        lo = hi = a.const
-        for name, c in a.terms:
-            rlo, rhi = self.ranges[name]
-            lo += min(c * rlo, c * rhi)
-            hi += max(c * rlo, c * rhi)
-        return lo, hi
 
     # ---- scalar temporaries --------------------------------------------
     def forward_temps(self) -> dict[str, Expr]:
@@ -1077,10 +841,10 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     for p in func_params:
         if isinstance(p, c_ast.Decl):
             t.declare_outside(p, is_param=True)
-        elif isinstance(p, c_ast.Typename) and _text(p).strip() == "void":
+        elif isinstance(p, c_ast.Typename) and text(p).strip() == "void":
             continue
         else:
-            raise src.error(p, f"parameter '{_text(p)}' is not supported")
+            raise src.error(p, f"parameter '{text(p)}' is not supported")
     param_buffers = {p.name: t.buffers[t.scopes[0][p.name][1]] for p in func_params
                      if isinstance(p, c_ast.Decl) and t.scopes[0].get(p.name, ("",))[0] in ("array", "outer")}
     items = src.block.block_items or []
