@@ -1,6 +1,7 @@
 """C written as users write it, not as PolyBench does: pointers indexed ``A[i * m + j]``, ``size_t`` and
 ``unsigned`` loops, ``if``s on data, ``static inline`` helpers, ``malloc``'d scratch, manually tiled loops with
-``MIN``, OpenMP pragmas, the file's own variables (TSVC's style), returned values. Each file of
+``MIN``, OpenMP pragmas, the file's own variables (TSVC's style), returned values, loop counters as values,
+unsigned pixels, casts and shifts, row pointers, ``while`` loops. Each file of
 ``bench/user_c`` is optimized with ``loopcost optimize FILE --emit-c OUT --json`` (the default adaptive search,
 the model shipped for this CPU) and the function it writes is timed beside the original under gcc -O3, as the
 command itself reports it (``drop_in_check``: one harness, the same inputs, outputs compared first).
@@ -45,6 +46,16 @@ CASES = {
     "two_pass": ("two_pass.c", "malloc'd scratch, free", ["--param", "n=4000000"]),
     "s000": ("tsvc.c", "the file's variables, an int size from its initializer", ["--function", "s000"]),
     "s1115": ("tsvc.c", "the file's 2-D variables", ["--function", "s1115"]),
+    "dft": ("dft.c", "loop counters as values, M_PI", ["--param", "n=2048"]),
+    "blur_u8": ("blur_u8.c", "uint8_t pixels, an int accumulator, int at = y * w + x, abs", ["--param", "h=2048",
+                                                                                             "--param", "w=2048"]),
+    "gray": ("gray.c", "unsigned bytes, >> on integers", ["--param", "npix=4000000"]),
+    "conv2d": ("conv2d.c", "#define sizes and an index macro, a float accumulator", []),
+    "layernorm": ("layernorm.c", "row pointers x + r * d, 1.0f / sqrtf", ["--param", "rows=2048", "--param",
+                                                                          "d=1024"]),
+    "mm_int": ("mm_int.c", "(long) casts, a 64-bit accumulator", ["--param", "n=512"]),
+    "quantize": ("quantize.c", "saturation, lrintf, (int8_t)", ["--param", "n=4000000"]),
+    "axpy_while": ("axpy_while.c", "a counting while, two counters in one for", ["--param", "n=4000000"]),
 }
 
 
