@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 import islpy as isl
 
 from ..ir.affine import Affine
-from ..ir.dtypes import DTYPES, INT_DTYPES
+from ..ir.dtypes import DTYPES
 from ..ir.expr import INTEGER_OPS, BinOp, Call, Const, Expr, IterValue, Read
 from ..ir.functions import CASTS, SELECTS, c_function
 from ..ir.packing import Box, pack_scale, read_box, runs, scaled_read, vector_copies
@@ -125,8 +125,8 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
             name, offsets, _, box = packs[e.buffer]
             return copy_element(name, [a.to_c(env) for a in e.index], offsets, box)
         return e.buffer + "".join(f"[{a.to_c(env)}]" for a in e.index)
-    if isinstance(e, IterValue):  # an int, converted where the computation's type is not
-        return f"({e.value.to_c(env)})" if dtype in INT_DTYPES else f"(({DTYPES[dtype]})({e.value.to_c(env)}))"
+    if isinstance(e, IterValue):  # an int, as in C: converted where it meets a floating operand
+        return f"({e.value.to_c(env)})"
     if isinstance(e, BinOp):
         if packs and (scaled := scaled_read(e)) is not None and scaled[0].buffer in packs \
                 and packs[scaled[0].buffer][2] == scaled[1]:

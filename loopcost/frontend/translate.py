@@ -358,7 +358,7 @@ class _Translator(LoopReader):
             return v if isinstance(v, int | Affine) else Call(f"to_{to}", (v,))
         if isinstance(v, int | Const):
             return Const(float(v if isinstance(v, int) else v.value))
-        return IterValue(v) if isinstance(v, Affine) else Call(f"to_{to}", (v,))
+        return Call(f"to_{to}", (IterValue(v) if isinstance(v, Affine) else v,))
 
     def _int_op(self, node: c_ast.Node, a: int, b: int) -> int:
         if node.op in ("/", "%") and b == 0:
@@ -369,20 +369,19 @@ class _Translator(LoopReader):
             raise self.src.error(node, f"negative shift in '{text(node)}'")
         return _INT_OPS[node.op](a, b)
 
-    def _iterator_op(self, node: c_ast.BinaryOp, a: Affine, b: Affine) -> Affine:
-        """Integer arithmetic on loop iterators, as C computes it: affine, or refused."""
-        if node.op in ("/", "%"):
-            raise self.src.error(node, f"'{text(node)}' divides a loop iterator as integers: not supported "
-                                       "(write a floating-point constant, e.g. i / 2.0, for a number)")
-        if node.op not in ("+", "-", "*"):
-            raise self.src.error(node, f"'{text(node)}': '{node.op}' on a loop iterator is not supported")
+    def _iterator_op(self, node: c_ast.BinaryOp, a: Affine, b: Affine) -> Affine | Expr:
+        """Integer arithmetic on loop iterators, as C computes it: affine where it is (``i + 1``, ``2 * i``),
+        else an integer operation of their values (``i / 2``, ``i % 3``, ``i * j``, ``i & 1``)."""
+        if node.op in ("+", "-"):
+            return a + b if node.op == "+" else a - b
         if node.op == "*":
             try:
                 return a * b
             except NotAffineError:
-                raise self.src.error(node, f"'{text(node)}' multiplies two loop iterators as integers: not "
-                                           "supported (convert one first, e.g. (double) i * j)") from None
-        return a + b if node.op == "+" else a - b
+                pass
+        if node.op in ("/", "%") and not b.terms and b.const == 0:
+            raise self.src.error(node, f"division by zero in '{text(node)}'")
+        return BinOp(node.op, IterValue(a), IterValue(b))
 
     @staticmethod
     def expr_of(v: Expr | int | Affine) -> Expr:

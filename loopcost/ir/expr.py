@@ -55,8 +55,8 @@ class Read(Expr):
 
 @dataclass(frozen=True, eq=True)
 class IterValue(Expr):
-    """The value of an affine expression of loop iterators (C's ``i * 0.5`` reads ``i`` as a number): an
-    integer, converted to the computation's type where it meets its other operands."""
+    """The value of an affine expression of loop iterators (C's ``i * 0.5`` reads ``i`` as a number): a C
+    ``int``, so that ``i / 2`` divides as integers and ``i * 0.5`` converts, as C does."""
 
     value: Affine
 
