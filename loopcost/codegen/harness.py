@@ -49,7 +49,11 @@ PRELUDE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 """ + MACROS + r"""
+/* the report goes to lc_out, the first stdout; what the measured code prints goes to stderr (main) */
+static FILE *lc_out __attribute__((unused));
+#define printf(...) fprintf(lc_out, __VA_ARGS__)
 #if defined(__clang__)
 #define LC_NOINLINE __attribute__((noinline))
 #else
@@ -351,6 +355,8 @@ static void lc_run(int lc_v) {{
 }}
 
 int main(int lc_argc, char **lc_argv) {{
+  lc_out = fdopen(dup(1), "w");
+  if (lc_out) dup2(2, 1); else lc_out = stdout;
   lc_seed = (uint32_t)lc_arg(lc_argc, lc_argv, "seed", 0);
   long lc_warmup = lc_arg(lc_argc, lc_argv, "warmup", 1);
   long lc_min_runs = lc_arg(lc_argc, lc_argv, "min_runs", 5);
@@ -413,7 +419,7 @@ int main(int lc_argc, char **lc_argv) {{
     }}
     if (lc_v == 0) lc_ref_min = lc_lo;
     printf("], \\"censored\\": %d}}\\n", lc_censored);
-    fflush(stdout);
+    fflush(lc_out);
   }}
   return 0;
 }}

@@ -11,13 +11,14 @@ drop-in replacement for every input.
 from __future__ import annotations
 
 import copy
+import re
 
 from pycparser import c_ast, c_generator
 
 from ..codegen.c_source import MACROS, kernel_c
 from ..ir.dtypes import DTYPES
 from ..ir.state import ProgramState
-from .parse import spell_typedefs
+from .parse import CSource, spell_typedefs, walk_nodes
 from .translate import RESULT, CKernel
 
 _MARKER = "LC_REGION_MARKER"
@@ -81,7 +82,8 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
     fname = src.name
     kernel_name = f"lc_opt_{fname}"
     items = src.block.block_items
-    lo, hi = (src.start - 1, src.stop + 1) if src.scop else (0, len(items or []))
+    lo, hi = (src.start - 1, src.stop + 1) if src.scop else (src.start, src.stop) if src.found \
+        else (0, len(items or []))
     marker = c_ast.FuncCall(c_ast.ID(_MARKER), None)
     try:
         src.block.block_items = list(items[:lo]) + [marker] + list(items[hi:])
@@ -100,7 +102,7 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
             + (f"\n * schedule: {schedule}" if schedule else "")
             + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
             + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
-    return (head + _INCLUDES + _typedefs(k) + global_declarations(k) + MACROS + _DISJOINT + "\n" + _helpers(k)
+    return (head + _includes(src) + _typedefs(k) + global_declarations(k) + MACROS + _DISJOINT + "\n" + _helpers(k)
             + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")
 
 
@@ -109,11 +111,21 @@ def emit_original(k: CKernel, why: str) -> str:
     faster; ``why`` goes into its head comment."""
     src = k.source
     return (f"/* {src.name}, from {src.path.name}: the original function, unchanged by loopcost: {why} */\n"
-            + _INCLUDES + _typedefs(k) + global_declarations(k) + _helpers(k)
+            + _includes(src) + _typedefs(k) + global_declarations(k) + _helpers(k)
             + c_generator.CGenerator().visit(src.function) + "\n")
 
 
 _INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+_SYSTEM_INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>", re.MULTILINE)
+
+
+def _includes(src: CSource) -> str:
+    """``_INCLUDES``, and, around a region loopcost chose, the system headers the file includes (the code
+    around the loops calls what they declare: printf, clock_gettime...)."""
+    if not src.found:
+        return _INCLUDES
+    names = dict.fromkeys(m for p in (src.path, *src.headers) for m in _SYSTEM_INCLUDE.findall(p.read_text()))
+    return _INCLUDES + "".join(f"#include <{n}>\n" for n in names if f"<{n}>" not in _INCLUDES)
 
 
 def global_declarations(k: CKernel) -> str:
@@ -132,10 +144,25 @@ def global_declarations(k: CKernel) -> str:
     return "".join(out)
 
 
+def called(src: CSource) -> list[str]:
+    """The file's functions that ``src``'s function calls, directly or through one another, first called first."""
+    defined = {f.decl.name: f for f in src.ast.ext if isinstance(f, c_ast.FuncDef)}
+    out: list[str] = []
+    todo = [src.function]
+    while todo:
+        for n in walk_nodes(todo.pop(0)):
+            name = n.name.name if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) else None
+            if name in defined and name != src.name and name not in out:
+                out.append(name)
+                todo.append(defined[name])
+    return out
+
+
 def _helpers(k: CKernel) -> str:
-    """Static copies of the file's functions that the original code calls (their bodies are one ``return``;
-    the kernel has them inlined), declared first so that they may call one another."""
-    funcs = [copy.deepcopy(f) for name in k.helpers for f in k.source.ast.ext
+    """Static copies of the file's functions that the original code calls (those the kernel inlines; and, around
+    a region loopcost chose, its timers and the like), declared first so that they may call one another."""
+    names = [*k.helpers, *(n for n in called(k.source) if n not in k.helpers)] if k.source.found else k.helpers
+    funcs = [copy.deepcopy(f) for name in names for f in k.source.ast.ext
              if isinstance(f, c_ast.FuncDef) and f.decl.name == name]
     for f in funcs:
         f.decl.storage, f.decl.funcspec = ["static"], ["inline"]

@@ -52,6 +52,8 @@ class CSource:
     headers: tuple[Path, ...] = ()  #: the headers it includes (found in its folder or those), in order read
     #: why this function was chosen when the file has several and none was named ("": named, or the only one)
     picked: str = ""
+    #: the region is loops loopcost chose in a function whose whole body it cannot read (``frontend.region``)
+    found: bool = False
 
     @property
     def name(self) -> str:

@@ -27,7 +27,7 @@ from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of,
 from .declared import INDEX, SUPPORTED, UNSIZED, base_type, c_divmod, element_type, int_literal, return_type, text
 from .extents import PROVISIONAL, sized_by_accesses
 from .loops import LoopReader
-from .parse import CSource
+from .parse import CSource, walk_nodes
 from .rewrite import allocation, free_names, select_of, substituted, whiles_as_fors
 from .sizes import FileSizes, changed_names, file_sizes
 
@@ -190,7 +190,10 @@ class _Translator(LoopReader):
             return
         dtype, dims = base_type(self.src, decl)
         if not is_param and not dims and decl.init is not None and decl.name not in changed:
-            v = self.value(decl.init)
+            try:
+                v = self.value(decl.init)
+            except CSourceError:  # computed by code loopcost does not read (double t0 = now();): not a constant
+                v = None
             if isinstance(v, int | Const):
                 self.bind(decl.name, ("const", Const(v) if isinstance(v, int) else v))
                 return
@@ -829,6 +832,20 @@ def _rebuild(nodes: list[Node] | tuple[Node, ...], temps: dict[str, Expr]) -> tu
     return tuple(out)
 
 
+def declared_before(body: c_ast.Compound, block: c_ast.Compound, start: int) -> list[c_ast.Decl]:
+    """The declarations in scope at statement ``start`` of ``block`` (a block of ``body``) that its blocks make
+    before it: those of each enclosing block before the statement that holds it, outermost first."""
+    if body is block:
+        return [d for d in (block.block_items or [])[:start] if isinstance(d, c_ast.Decl)]
+    for k, item in enumerate(body.block_items or []):
+        inner = [n for n in walk_nodes(item) if isinstance(n, c_ast.Compound)]
+        if any(n is block for n in inner):
+            own = [d for d in (body.block_items or [])[:k] if isinstance(d, c_ast.Decl)]
+            holder = next(n for n in inner if any(m is block for m in walk_nodes(n)))
+            return own + declared_before(holder, block, start)
+    return []
+
+
 def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     """Read ``src``'s region into a Program (named after the function)."""
     given = dict(params or {})
@@ -846,16 +863,14 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
             raise src.error(p, f"parameter '{text(p)}' is not supported")
     param_buffers = {p.name: t.buffers[t.scopes[0][p.name][1]] for p in func_params
                      if isinstance(p, c_ast.Decl) and t.scopes[0].get(p.name, ("",))[0] in ("array", "outer")}
-    items = src.block.block_items or []
-    if src.scop:
-        if src.block is not src.function.body:
-            raise src.error(src.block, "the #pragma scop region must be in the function's outermost block")
+    if src.scop and src.block is not src.function.body:
+        raise src.error(src.block, "the #pragma scop region must be in the function's outermost block")
+    if src.scop or src.found:
         changed = changed_names(src.function.body)
-        for item in items[:src.start]:
-            if isinstance(item, c_ast.Decl):
-                t.declare_outside(item, is_param=False, changed=changed)
+        for item in declared_before(src.function.body, src.block, src.start):
+            t.declare_outside(item, is_param=False, changed=changed)
     t.scopes.append({})
-    t.statements(src.statements, allow_return=not src.scop)
+    t.statements(src.statements, allow_return=not (src.scop or src.found))
     if not t.stack[0]:
         raise src.error(src.function, f"the region of {src.name!r} computes nothing (no assignment to an array "
                                       "or scalar)")

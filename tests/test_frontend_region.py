@@ -1,0 +1,85 @@
+"""A function that does more than loops (timers, prints, calls around them): loopcost reads the loops with the
+most work that it can read, and writes the whole function back with them optimized."""
+
+from pathlib import Path
+
+import pytest
+
+from loopcost.errors import CSourceError
+from loopcost.frontend import load_c
+from loopcost.frontend.emit import emit_function
+from loopcost.frontend.linkcheck import link_check
+from loopcost.transforms.schedule import Schedule
+
+TIMED = """#include <stdio.h>
+#include <time.h>
+#define N 200
+double A[N][N], x[N], y[N];
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+
+void bench(int reps)
+{
+  for (int i = 0; i < N; i++) {
+    x[i] = 1.0;
+    for (int j = 0; j < N; j++)
+      A[i][j] = 0.5;
+  }
+  double t0 = now();
+  for (int r = 0; r < reps; r++) {
+    for (int i = 0; i < N; i++) {
+      double s = 0.0;
+      for (int j = 0; j < N; j++)
+        s += A[i][j] * x[j];
+      y[i] = s;
+    }
+    x[0] = y[N - 1] * 1e-9;
+  }
+  printf("%d reps: %.3f s (y[0] = %f)\\n", reps, now() - t0, y[0]);
+}
+"""
+
+
+def c_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "k.c"
+    path.write_text(text)
+    return path
+
+
+def test_the_timed_loops_are_read_and_the_function_is_written_back_whole(tmp_path):
+    k = load_c(c_file(tmp_path, TIMED), params={"reps": 3})
+    assert "the loops at lines 16-23 of k.c" in k.source.picked and "now is a function of the file" in k.source.picked
+    assert {b.name: b.role for b in k.program.buffers if b.role != "temp"} == {"A": "input", "x": "output",
+                                                                                "y": "output"}
+    for schedule in ("", "P(i)"):
+        emitted = emit_function(k, Schedule.parse(schedule).apply(k.program), schedule=schedule)
+        assert "static double now(void)" in emitted and "#include <time.h>" in emitted and "printf(" in emitted
+        check = link_check(k, emitted, runs=1)  # the function prints: its prints do not reach the report
+        assert check.verified, check.error
+
+
+def test_loops_inside_a_loop_that_calls_out_are_read(tmp_path):
+    text = """static int sink(float *v) { return v[0] > 1e30f; }
+float a[4000], b[4000];
+void s000(void)
+{
+  for (int nl = 0; nl < 10; nl++) {
+    for (int i = 0; i < 4000; i++)
+      a[i] = b[i] + 1;
+    sink(a);
+  }
+}
+"""
+    k = load_c(c_file(tmp_path, text))
+    assert [c.target.buffer for c in k.program.computations()] == ["a"] and "lines 6-7" in k.source.picked
+    check = link_check(k, emit_function(k, Schedule.parse("V(i,8)").apply(k.program), schedule="V(i,8)"), runs=1)
+    assert check.verified, check.error
+
+
+def test_a_function_of_loops_alone_keeps_its_own_refusal(tmp_path):
+    text = "void f(int n, double *x) { for (int i = 0; i < n; i++) x[i] = 0; for (int i = 0; i < 8; i++) x[i] = 1; }"
+    with pytest.raises(CSourceError, match="size parameter 'n' has no value"):
+        load_c(c_file(tmp_path, text))
+    with pytest.raises(CSourceError, match="function calls as statements are not supported"):  # no loop is readable
+        load_c(c_file(tmp_path, "static int sink(void) { return 0; }\nvoid f(double *x) { for (int i = 0; i < 8; "
+                                 "i++) { x[i] = 0; sink(); } }"))
