@@ -83,3 +83,29 @@ def test_a_function_of_loops_alone_keeps_its_own_refusal(tmp_path):
     with pytest.raises(CSourceError, match="function calls as statements are not supported"):  # no loop is readable
         load_c(c_file(tmp_path, "static int sink(void) { return 0; }\nvoid f(double *x) { for (int i = 0; i < 8; "
                                  "i++) { x[i] = 0; sink(); } }"))
+
+
+def test_gnu_spellings_and_a_struct_parameter_the_loops_do_not_use_are_read(tmp_path):
+    """TSVC's style: ``real_t s(struct args_t *a)`` timing its loop through the struct, ``__restrict__`` and
+    ``__attribute__``; the drop-in check passes zeroed memory for the struct."""
+    text = """#include <stddef.h>
+#include <sys/time.h>
+struct args_t { struct timeval t1, t2; void * __restrict__ info; };
+__attribute__((aligned(64))) float a[1000], b[1000];
+float s000(struct args_t *args)
+{
+  gettimeofday(&args->t1, NULL);
+  for (int i = 0; i < 1000; i++)
+    a[i] = b[i] + 1;
+  gettimeofday(&args->t2, NULL);
+  return a[7];
+}
+"""
+    k = load_c(c_file(tmp_path, text))
+    assert [b.name for b in k.program.buffers] == ["a", "b"] and "lines 8-9" in k.source.picked
+    emitted = emit_function(k, Schedule.parse("V(i,8)").apply(k.program), schedule="V(i,8)")
+    assert "#include <sys/time.h>" in emitted
+    check = link_check(k, emitted, runs=1)
+    assert check.verified, check.error
+    with pytest.raises(CSourceError, match=r"nor are its innermost loops: .*k\.c:9:\d+: expression 'args->t1\.tv_sec'"):
+        load_c(c_file(tmp_path, text.replace("a[i] = b[i] + 1;", "a[i] = b[i] + args->t1.tv_sec;")))

@@ -42,6 +42,13 @@ INDEX = "index"
 UNSIZED = c_ast.Constant("int", "UNSIZED")
 
 
+def record_pointer(decl: c_ast.Decl) -> bool:
+    """Whether ``decl`` is a pointer to a struct or union (``struct args_t *a``)."""
+    t = decl.type
+    return isinstance(t, c_ast.PtrDecl) and isinstance(t.type, c_ast.TypeDecl) \
+        and isinstance(t.type.type, (c_ast.Struct, c_ast.Union))
+
+
 def base_type(src: CSource, decl: c_ast.Node) -> tuple[str, list[c_ast.Node | None]]:
     """(dtype, array dimensions) of a declaration's type: the first is ``UNSIZED`` for a pointer to elements or
     rows (``double *A``, ``double (*A)[M]``) and for ``double A[][M]``; pointers to pointers, arrays of

@@ -116,16 +116,21 @@ def emit_original(k: CKernel, why: str) -> str:
 
 
 _INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
-_SYSTEM_INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>", re.MULTILINE)
+_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"].*$", re.MULTILINE)
 
 
 def _includes(src: CSource) -> str:
-    """``_INCLUDES``, and, around a region loopcost chose, the system headers the file includes (the code
-    around the loops calls what they declare: printf, clock_gettime...)."""
+    """``_INCLUDES``, and, around a region loopcost chose, the file's own ``#include`` lines (the code around
+    the loops uses what they declare: printf, clock_gettime, the file's structs; the emitted file goes beside
+    the original, where its quoted headers are found)."""
     if not src.found:
         return _INCLUDES
-    names = dict.fromkeys(m for p in (src.path, *src.headers) for m in _SYSTEM_INCLUDE.findall(p.read_text()))
-    return _INCLUDES + "".join(f"#include <{n}>\n" for n in names if f"<{n}>" not in _INCLUDES)
+    own = "".join(line.strip() + "\n" for line in _INCLUDE.findall(src.path.read_text()))
+    gen = c_generator.CGenerator()
+    types = "".join(gen.visit(d) + ";\n" for d in src.ast.ext  # the file's own structs, unions, enums, typedefs
+                    if isinstance(d, c_ast.Typedef | c_ast.Decl) and getattr(d.coord, "file", None) == str(src.path)
+                    and (isinstance(d, c_ast.Typedef) or d.name is None))
+    return _INCLUDES + own + types
 
 
 def global_declarations(k: CKernel) -> str:

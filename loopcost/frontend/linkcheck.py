@@ -13,7 +13,7 @@ from ..codegen.compiler import Toolchain, Unit
 from ..codegen.harness import PRELUDE, Harness, UserInit, driver_c
 from ..ir.program import Buffer
 from ..runner import LocalRunner, Measurement, Runner, Timing
-from .declared import INDEX, base_type, return_type
+from .declared import INDEX, base_type, record_pointer, return_type
 from .emit import global_declarations
 from .parse import CSource, define_flags, spell_typedefs, walk_nodes
 from .translate import CKernel
@@ -66,6 +66,9 @@ def drop_in_harness(k: CKernel, candidates: Build | Sequence[Build], reference: 
     for p in params:
         if not isinstance(p, c_ast.Decl):
             continue
+        if record_pointer(p):  # a struct the region does not use: zeroed memory, for what the function does with it
+            args.append("(void *) lc_record")
+            continue
         dtype, dims = base_type(k.source, p)
         if not dims and dtype == INDEX:
             args.append(str(k.params.get(p.name, 1)))
@@ -88,7 +91,8 @@ def drop_in_harness(k: CKernel, candidates: Build | Sequence[Build], reference: 
     if (dtype := return_type(k.source)) is not None:  # the returned value: an output like the arrays
         buffers.append(Buffer("lc_returned", (1,), dtype, "output"))
         store = "lc_g_lc_returned[0] = "
-    main = (PRELUDE + global_declarations(k) + "".join(prototype(k.source, f"lc_{role}") + "\n" for role in roles)
+    main = (PRELUDE + "static char lc_record[1 << 16] __attribute__((aligned(64)));\n" * ("lc_record" in call)
+            + global_declarations(k) + "".join(prototype(k.source, f"lc_{role}") + "\n" for role in roles)
             + driver_c(buffers, [b for b in buffers if b.role == "output"],
                        [f"{store}lc_{role}({call});" for role in roles], init, storage))
     folders = (k.source.path.resolve().parent, *(d.resolve() for d in k.source.include_dirs))

@@ -32,6 +32,11 @@ STANDARD_TYPES = {"size_t": "unsigned long", "ssize_t": "long", "ptrdiff_t": "lo
                   "uint32_t": "unsigned int", "uint64_t": "unsigned long"}
 _STANDARD_PRELUDE = ('# 1 "<standard types>"\n'
                      + "".join(f"typedef {v} {n};\n" for n, v in STANDARD_TYPES.items()))
+#: GNU spellings pycparser does not parse, as C99 spells them (attributes dropped: the parse needs none of them;
+#: the user's own compile, and the drop-in check's, read the file as written)
+_GNU_PRELUDE = "".join(f"#define {k} {v}\n" for k, v in {
+    "__restrict__": "restrict", "__restrict": "restrict", "__inline__": "inline", "__inline": "inline",
+    "__attribute__(x)": "", "__extension__": "", "__volatile__": "volatile", "__const": "const"}.items())
 _INTEGER_WORDS = {"int", "long", "short", "char", "unsigned"}
 _INCLUDE = re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE)
 _INCLUDE_NAME = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
@@ -182,6 +187,7 @@ def preprocess(path: Path, defines: dict[str, str] | None = None, cc: str | None
     system: list[str] = []
     text = expand_includes(path, include_dirs, seen, system)
     compiler = tuple(shlex.split(cc or os.environ.get("CC", "cc")))
+    text = _GNU_PRELUDE + text
     if system:
         text = system_constants(tuple(dict.fromkeys(system)), compiler) + text
     cmd = list(compiler) + ["-E", "-xc", "-"]

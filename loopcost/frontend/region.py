@@ -56,20 +56,22 @@ def work(k: CKernel) -> float:
 
 def chosen(src: CSource, read: Callable[[CSource], CKernel], why: CSourceError) -> CKernel:
     """The readable region of ``src`` with the most work, read with ``read`` (its ``picked`` says which lines);
-    ``why`` (the whole body's refusal) when none is readable."""
+    ``why`` (the whole body's refusal), and the innermost loops' own, when none is readable."""
     best: tuple[float, CKernel] | None = None
+    refused: list[CSourceError] = []
     for region in candidates(src):
         if region.start == 0 and region.stop == len(src.function.body.block_items or []) \
                 and region.block is src.function.body:
             continue  # the whole body: refused already
         try:
             k = read(region)
-        except CSourceError:
+        except CSourceError as e:
+            refused.append(e)
             continue
         if best is None or work(k) > best[0]:
             best = (work(k), k)
     if best is None:
-        raise why
+        raise CSourceError(f"{why}" + (f"; nor are its innermost loops: {refused[-1]}" if refused else "")) from None
     k = best[1]
     items = k.source.statements
     lines = f"{items[0].coord.line}-{_last_line(items[-1])}"

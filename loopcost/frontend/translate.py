@@ -24,7 +24,18 @@ from ..ir.expr import BinOp, Call, Const, Expr, IterValue, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
 from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
-from .declared import INDEX, SUPPORTED, UNSIZED, base_type, c_divmod, element_type, int_literal, return_type, text
+from .declared import (
+    INDEX,
+    SUPPORTED,
+    UNSIZED,
+    base_type,
+    c_divmod,
+    element_type,
+    int_literal,
+    record_pointer,
+    return_type,
+    text,
+)
 from .extents import PROVISIONAL, sized_by_accesses
 from .loops import LoopReader
 from .parse import CSource, walk_nodes
@@ -139,6 +150,8 @@ class _Translator(LoopReader):
 
     def lookup(self, node: c_ast.ID) -> tuple:
         for scope in reversed(self.scopes):
+            if node.name in scope and scope[node.name][0] == "opaque":
+                raise self.src.error(node, scope[node.name][1])
             if node.name in scope:
                 return scope[node.name]
         if node.name in self.file_globals:
@@ -855,7 +868,9 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     t = _Translator(src, {**taken, **given})
     func_params = src.function.decl.type.args.params if src.function.decl.type.args else []
     for p in func_params:
-        if isinstance(p, c_ast.Decl):
+        if isinstance(p, c_ast.Decl) and record_pointer(p):  # (struct args_t *a): read only if the region uses it
+            t.bind(p.name, ("opaque", f"{p.name!r} points to a struct or union: loopcost reads arrays and scalars"))
+        elif isinstance(p, c_ast.Decl):
             t.declare_outside(p, is_param=True)
         elif isinstance(p, c_ast.Typename) and text(p).strip() == "void":
             continue
