@@ -597,3 +597,20 @@ def test_counting_whiles_companion_iterators_and_comparisons_as_values_are_read(
 def test_a_while_that_changes_its_counter_inside_stays_refused(tmp_path):
     text = ("void f(int n, double *x) { int i = 0; while (i < n) { i++; x[i - 1] = 0.0; } }")
     assert_refused(tmp_path, text, "while loops are not supported")
+
+
+def test_float_literals_compute_in_single_precision_in_any_computation(tmp_path):
+    """``0.299f * r[i]`` in an integer computation is a float product in C: a pixel whose sum rounds differently
+    in double (1 in ~100,000 here) would fail the exact check."""
+    text = ("#include <stdint.h>\nvoid grayf(int n, const uint8_t *r, const uint8_t *g, const uint8_t *b, uint8_t *y, "
+            "double *d) { for (int i = 0; i < n; i++) { y[i] = (uint8_t)(0.299f * r[i] + 0.587f * g[i] + "
+            "0.114f * b[i]); d[i] = r[i] * 0.1f; } }")
+    k = load_c(c_file(tmp_path, text), params={"n": 100000})
+    from loopcost.ir.expr import Const, walk
+    from loopcost.ir.program import Program
+
+    assert {n.value for c in k.program.computations() for n in walk(c.rhs) if isinstance(n, Const) and n.single} \
+        == {0.299, 0.587, 0.114, 0.1}
+    assert Program.from_json(k.program.to_json()) == k.program
+    assert_drop_in(k)
+    assert_drop_in(k, "V(i,16)")

@@ -115,7 +115,7 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
     if isinstance(e, Const):  # an int is C's int (1 / y[i] divides as C does), a float a floating constant
         if isinstance(e.value, int):
             return str(e.value)
-        return repr(e.value) + ("f" if dtype == "float32" else "")
+        return repr(e.value) + ("f" if dtype == "float32" or e.single else "")
     if isinstance(e, Read):
         if scalars and e.buffer in scalars:
             return scalars[e.buffer]

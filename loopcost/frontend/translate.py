@@ -301,7 +301,7 @@ class _Translator(LoopReader):
             if node.type == "int":
                 return int_literal(node.value)
             if node.type in ("double", "float"):
-                return Const(float(node.value.rstrip("fFlL")))
+                return Const(float(node.value.rstrip("fFlL")), node.type == "float")
             raise self.src.error(node, f"constant {node.value} of type {node.type} is not supported")
         if isinstance(node, c_ast.ID):
             kind, what = self.lookup(node)
@@ -373,7 +373,7 @@ class _Translator(LoopReader):
                 return int(v.value)  # toward zero, as C converts
             return v if isinstance(v, int | Affine) else Call(f"to_{to}", (v,))
         if isinstance(v, int | Const):
-            return Const(float(v if isinstance(v, int) else v.value))
+            return Const(float(v if isinstance(v, int) else v.value), to == "float32")
         return Call(f"to_{to}", (IterValue(v) if isinstance(v, Affine) else v,))
 
     def _int_op(self, node: c_ast.Node, a: int, b: int) -> int:

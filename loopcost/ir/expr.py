@@ -42,7 +42,11 @@ class Expr:
 
 @dataclass(frozen=True, eq=True)
 class Const(Expr):
+    """A constant; ``single``: a C ``float`` literal (``0.299f``), which C computes in single precision in any
+    computation (an integer one included)."""
+
     value: Number
+    single: bool = False
 
 
 @dataclass(frozen=True, eq=True)
@@ -119,7 +123,7 @@ def call(fn: str, *args: object) -> Expr:
 
 def expr_to_json(e: Expr) -> object:
     if isinstance(e, Const):
-        return {"const": e.value}
+        return {"const": e.value, "single": True} if e.single else {"const": e.value}
     if isinstance(e, Read):
         return {"read": e.buffer, "index": [a.to_json() for a in e.index]}
     if isinstance(e, IterValue):
@@ -138,7 +142,7 @@ def expr_from_json(d: object) -> Expr:
         v = d["const"]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ProgramError(f"constant must be a number, got {v!r}")
-        return Const(v)
+        return Const(v, bool(d.get("single", False)))
     if "read" in d:
         return Read(str(d["read"]), tuple(Affine.from_json(a) for a in d.get("index", [])))
     if "iterators" in d:
