@@ -600,8 +600,8 @@ def test_a_while_that_changes_its_counter_inside_stays_refused(tmp_path):
 
 
 def test_float_literals_compute_in_single_precision_in_any_computation(tmp_path):
-    """``0.299f * r[i]`` in an integer computation is a float product in C: a pixel whose sum rounds differently
-    in double (1 in ~100,000 here) would fail the exact check."""
+    """``0.299f * r[i]`` in an integer computation is a float product in C: computed in double, a pixel of these
+    100,000 rounded differently and failed the exact check."""
     text = ("#include <stdint.h>\nvoid grayf(int n, const uint8_t *r, const uint8_t *g, const uint8_t *b, uint8_t *y, "
             "double *d) { for (int i = 0; i < n; i++) { y[i] = (uint8_t)(0.299f * r[i] + 0.587f * g[i] + "
             "0.114f * b[i]); d[i] = r[i] * 0.1f; } }")

@@ -131,7 +131,7 @@ def expr_c(e: Expr, p: Program, env: dict[str, str], dtype: str,
         if packs and (scaled := scaled_read(e)) is not None and scaled[0].buffer in packs \
                 and packs[scaled[0].buffer][2] == scaled[1]:
             return expr_c(scaled[0], p, env, dtype, local, aenv, packs, scalars)  # the copy holds the product
-        operands = "int64" if e.op in INTEGER_OPS else dtype  # i in y[i] % (i + 1) is no double
+        operands = "int64" if e.op in INTEGER_OPS else dtype  # integers: abs(x[i]) % 3 is labs there, not fabs
         lhs, rhs = (expr_c(x, p, env, operands, local, aenv, packs, scalars) for x in (e.lhs, e.rhs))
         return f"({lhs} {e.op} {rhs})"
     if isinstance(e, Call):

@@ -27,6 +27,7 @@ versions whose vectors are this one's on every schedule they could hold: models 
 from __future__ import annotations
 
 from ..errors import LoopcostError
+from ..ir.dtypes import INT_DTYPES
 
 #: 2: a level is read on its own (shared levels computed once); a tile of a tile has 1/(s1*s2) coefficients
 #: 3: each access's stride along the innermost loop after scheduling
@@ -93,8 +94,7 @@ NEST_AT = FIELDS_AT + len(COMP_FIELDS)
 COMP_SIZE = NEST_AT + len(NEST_FIELDS)
 LOOP_SIZE = LEVEL_SIZE
 #: element types without a field of their own, read as one that has (every integer type as int32)
-FEATURE_DTYPE = {"int8": "int32", "int16": "int32", "int64": "int32", "uint8": "int32", "uint16": "int32",
-                 "uint32": "int32", "uint64": "int32"}
+FEATURE_DTYPE = {d: "int32" for d in INT_DTYPES if d != "int32"}
 #: each field's position in its block
 LEVEL_INDEX = {f: k for k, f in enumerate(LEVEL_FIELDS)}
 ACCESS_INDEX = {f: k for k, f in enumerate(ACCESS_FIELDS)}

@@ -3,6 +3,8 @@ integer scalars that count (sizes, iterators), integer constants."""
 
 from __future__ import annotations
 
+import operator
+
 from pycparser import c_ast, c_generator
 
 from .parse import CSource
@@ -19,10 +21,25 @@ def text(node: c_ast.Node) -> str:
     return c_generator.CGenerator().visit(node)
 
 
-def c_divmod(a: int, b: int) -> tuple[int, int]:
+def _c_divmod(a: int, b: int) -> tuple[int, int]:
     """C's ``a / b`` and ``a % b`` on ints: the quotient truncates toward zero."""
     q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)
     return q, a - q * b
+
+
+#: C's binary operators on integer constants, as C computes them (``/`` and ``%`` by ``_c_divmod``)
+_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "<<": operator.lshift, ">>": operator.rshift,
+         "&": operator.and_, "|": operator.or_, "^": operator.xor,
+         "/": lambda a, b: _c_divmod(a, b)[0], "%": lambda a, b: _c_divmod(a, b)[1]}
+FOLDED = tuple(_FOLD)
+
+
+def fold(op: str, a: int, b: int) -> int | None:
+    """``a op b`` on C integers (an operator of ``FOLDED``); None where C leaves it undefined (a division by
+    zero, a shift by a negative count or by the width of a long or more)."""
+    if (op in ("/", "%") and b == 0) or (op in ("<<", ">>") and not 0 <= b < 63):
+        return None
+    return _FOLD[op](a, b)
 
 
 def int_literal(text: str) -> int:

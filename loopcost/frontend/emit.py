@@ -11,14 +11,13 @@ drop-in replacement for every input.
 from __future__ import annotations
 
 import copy
-import re
 
 from pycparser import c_ast, c_generator
 
 from ..codegen.c_source import MACROS, kernel_c
 from ..ir.dtypes import DTYPES
 from ..ir.state import ProgramState
-from .parse import CSource, spell_typedefs, walk_nodes
+from .parse import INCLUDE_LINE, CSource, spell_typedefs, walk_nodes
 from .translate import RESULT, CKernel
 
 _MARKER = "LC_REGION_MARKER"
@@ -102,7 +101,7 @@ def emit_function(k: CKernel, state: ProgramState, *, schedule: str = "") -> str
             + (f"\n * schedule: {schedule}" if schedule else "")
             + (f"\n * specialized for {sizes}; other sizes run the original code" if sizes else "")
             + "\n * compile with -O3 -march=native -fopenmp (the kernel may use OpenMP pragmas) */\n")
-    return (head + _includes(src) + _typedefs(k) + global_declarations(k) + MACROS + _DISJOINT + "\n" + _helpers(k)
+    return (head + _preamble(k) + global_declarations(k) + MACROS + _DISJOINT + "\n" + _helpers(k)
             + kernel_c(state, name=kernel_name, attributes="static") + "\n" + "\n".join(out_lines) + "\n")
 
 
@@ -111,23 +110,24 @@ def emit_original(k: CKernel, why: str) -> str:
     faster; ``why`` goes into its head comment."""
     src = k.source
     return (f"/* {src.name}, from {src.path.name}: the original function, unchanged by loopcost: {why} */\n"
-            + _includes(src) + _typedefs(k) + global_declarations(k) + _helpers(k)
+            + _preamble(k) + global_declarations(k) + _helpers(k)
             + c_generator.CGenerator().visit(src.function) + "\n")
 
 
 _INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
-_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"].*$", re.MULTILINE)
 
 
-def _includes(src: CSource) -> str:
-    """``_INCLUDES``, and, around a region loopcost chose, the file's own ``#include`` lines (the code around
-    the loops uses what they declare: printf, clock_gettime, the file's structs; the emitted file goes beside
-    the original, where its quoted headers are found)."""
+def _preamble(k: CKernel) -> str:
+    """The includes and types the emitted file starts with: ``_INCLUDES`` and the typedefs of the file and its
+    headers; around a region loopcost chose, ``_INCLUDES``, the file's own ``#include`` lines and its own
+    structs, unions, enums and typedefs (the code around the loops uses them: printf, clock_gettime, the file's
+    structs; the emitted file goes beside the original, where its quoted headers are found)."""
+    src = k.source
     if not src.found:
-        return _INCLUDES
-    own = "".join(line.strip() + "\n" for line in _INCLUDE.findall(src.path.read_text()))
+        return _INCLUDES + _typedefs(k)
+    own = "".join(line.strip() + "\n" for line in INCLUDE_LINE.findall(src.path.read_text()))
     gen = c_generator.CGenerator()
-    types = "".join(gen.visit(d) + ";\n" for d in src.ast.ext  # the file's own structs, unions, enums, typedefs
+    types = "".join(gen.visit(d) + ";\n" for d in src.ast.ext
                     if isinstance(d, c_ast.Typedef | c_ast.Decl) and getattr(d.coord, "file", None) == str(src.path)
                     and (isinstance(d, c_ast.Typedef) or d.name is None))
     return _INCLUDES + own + types

@@ -38,7 +38,8 @@ _GNU_PRELUDE = "".join(f"#define {k} {v}\n" for k, v in {
     "__restrict__": "restrict", "__restrict": "restrict", "__inline__": "inline", "__inline": "inline",
     "__attribute__(x)": "", "__extension__": "", "__volatile__": "volatile", "__const": "const"}.items())
 _INTEGER_WORDS = {"int", "long", "short", "char", "unsigned"}
-_INCLUDE = re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE)
+#: an ``#include`` line
+INCLUDE_LINE = re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE)
 _INCLUDE_NAME = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 
 

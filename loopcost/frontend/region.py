@@ -68,8 +68,9 @@ def chosen(src: CSource, read: Callable[[CSource], CKernel], why: CSourceError) 
         except CSourceError as e:
             refused.append(e)
             continue
-        if best is None or work(k) > best[0]:
-            best = (work(k), k)
+        w = work(k)
+        if best is None or w > best[0]:
+            best = (w, k)
     if best is None:
         raise CSourceError(f"{why}" + (f"; nor are its innermost loops: {refused[-1]}" if refused else "")) from None
     k = best[1]

@@ -12,11 +12,8 @@ from dataclasses import dataclass
 
 from pycparser import c_ast
 
+from .declared import FOLDED, fold, int_literal
 from .parse import CSource
-
-_BINARY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-           "/": lambda a, b: int(a / b) if b else None, "%": lambda a, b: a - b * int(a / b) if b else None,
-           "<<": lambda a, b: a << b if 0 <= b < 63 else None, ">>": lambda a, b: a >> b if 0 <= b < 63 else None}
 
 
 def changed_names(body: c_ast.Node, headers: bool = True) -> set[str]:
@@ -49,7 +46,7 @@ def constant(node: c_ast.Node | None, env: dict[str, int]) -> int | None:
     if isinstance(node, c_ast.Constant) and node.type in ("int", "long int", "unsigned int", "long long int",
                                                           "unsigned long int", "unsigned long long int"):
         try:
-            return int(node.value.rstrip("uUlL"), 0)
+            return int_literal(node.value)
         except ValueError:
             return None
     if isinstance(node, c_ast.ID):
@@ -59,9 +56,9 @@ def constant(node: c_ast.Node | None, env: dict[str, int]) -> int | None:
         return None if v is None else (-v if node.op == "-" else v)
     if isinstance(node, c_ast.Cast):
         return constant(node.expr, env)
-    if isinstance(node, c_ast.BinaryOp) and node.op in _BINARY:
+    if isinstance(node, c_ast.BinaryOp) and node.op in FOLDED:
         a, b = constant(node.left, env), constant(node.right, env)
-        return None if a is None or b is None else _BINARY[node.op](a, b)
+        return None if a is None or b is None else fold(node.op, a, b)
     return None
 
 

@@ -12,7 +12,6 @@ when no value flows between iterations. Anything else is refused with the line a
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 
 from pycparser import c_ast
@@ -25,12 +24,13 @@ from ..ir.functions import FROM_C
 from ..ir.names import unique_name
 from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
 from .declared import (
+    FOLDED,
     INDEX,
     SUPPORTED,
     UNSIZED,
     base_type,
-    c_divmod,
     element_type,
+    fold,
     int_literal,
     record_pointer,
     return_type,
@@ -42,10 +42,6 @@ from .parse import CSource, walk_nodes
 from .rewrite import allocation, free_names, select_of, substituted, whiles_as_fors
 from .sizes import FileSizes, changed_names, file_sizes
 
-#: C's binary operators on values, and how integer constants fold
-_INT_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "<<": operator.lshift, ">>": operator.rshift,
-            "&": operator.and_, "|": operator.or_, "^": operator.xor}
-_BINARY = (*_INT_OPS, "/", "%")
 _UNSUPPORTED = {
     c_ast.While: "while loops", c_ast.DoWhile: "do-while loops", c_ast.Switch: "switch statements",
     c_ast.Goto: "goto", c_ast.Break: "break", c_ast.Continue: "continue", c_ast.Label: "labels",
@@ -150,9 +146,9 @@ class _Translator(LoopReader):
 
     def lookup(self, node: c_ast.ID) -> tuple:
         for scope in reversed(self.scopes):
-            if node.name in scope and scope[node.name][0] == "opaque":
-                raise self.src.error(node, scope[node.name][1])
             if node.name in scope:
+                if scope[node.name][0] == "opaque":
+                    raise self.src.error(node, scope[node.name][1])
                 return scope[node.name]
         if node.name in self.file_globals:
             self.declare_global(self.file_globals[node.name])
@@ -279,7 +275,7 @@ class _Translator(LoopReader):
                 raise self.src.error(node, f"'{text(node)}' divides an iterator: not affine")
             if b.const == 0:
                 raise self.src.error(node, f"division by zero in '{text(node)}'")
-            return Affine.of(c_divmod(a.const, b.const)[0 if node.op == "/" else 1])
+            return Affine.of(fold(node.op, a.const, b.const))
         raise self.src.error(node, f"'{text(node)}' is not an affine expression of loop iterators and sizes")
 
     def conditions(self, node: c_ast.Node) -> list[Affine]:
@@ -327,7 +323,7 @@ class _Translator(LoopReader):
             return -v if isinstance(v, int | Affine) else Call("neg", (v,))
         if isinstance(node, c_ast.Cast):
             return self.cast(node)
-        if isinstance(node, c_ast.BinaryOp) and node.op in _BINARY:
+        if isinstance(node, c_ast.BinaryOp) and node.op in FOLDED:
             a, b = self.value(node.left), self.value(node.right)
             if isinstance(a, int) and isinstance(b, int):
                 return self._int_op(node, a, b)
@@ -376,14 +372,11 @@ class _Translator(LoopReader):
             return Const(float(v if isinstance(v, int) else v.value), to == "float32")
         return Call(f"to_{to}", (IterValue(v) if isinstance(v, Affine) else v,))
 
-    def _int_op(self, node: c_ast.Node, a: int, b: int) -> int:
-        if node.op in ("/", "%") and b == 0:
-            raise self.src.error(node, f"division by zero in '{text(node)}'")
-        if node.op in ("/", "%"):
-            return c_divmod(a, b)[0 if node.op == "/" else 1]
-        if node.op in ("<<", ">>") and b < 0:
-            raise self.src.error(node, f"negative shift in '{text(node)}'")
-        return _INT_OPS[node.op](a, b)
+    def _int_op(self, node: c_ast.BinaryOp, a: int, b: int) -> int:
+        if (v := fold(node.op, a, b)) is None:
+            raise self.src.error(node, f"division by zero in '{text(node)}'" if node.op in ("/", "%") else
+                                 f"shift out of range in '{text(node)}'")
+        return v
 
     def _iterator_op(self, node: c_ast.BinaryOp, a: Affine, b: Affine) -> Affine | Expr:
         """Integer arithmetic on loop iterators, as C computes it: affine where it is (``i + 1``, ``2 * i``),
@@ -881,9 +874,8 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     if src.scop and src.block is not src.function.body:
         raise src.error(src.block, "the #pragma scop region must be in the function's outermost block")
     if src.scop or src.found:
-        changed = changed_names(src.function.body)
         for item in declared_before(src.function.body, src.block, src.start):
-            t.declare_outside(item, is_param=False, changed=changed)
+            t.declare_outside(item, is_param=False, changed=t.changed)
     t.scopes.append({})
     t.statements(src.statements, allow_return=not (src.scop or src.found))
     if not t.stack[0]:

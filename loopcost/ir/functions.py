@@ -7,12 +7,12 @@ from .dtypes import DTYPES
 
 #: the IR's value selects: ``select_lt(a, b, x, y)`` is C's ``a < b ? x : y``
 SELECTS = {"select_lt": "<", "select_le": "<=", "select_eq": "==", "select_ne": "!="}
-#: every math function of the IR and its arity
 _LIBM_1 = ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "tan", "asin", "acos", "atan", "sinh", "cosh",
            "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "ceil", "round", "trunc", "erf", "rint")
+_LIBM_2 = ("pow", "atan2", "fmod", "hypot", "copysign")
 #: C's conversions: ``to_uint8(x)`` is ``(unsigned char)(x)``
 CASTS = {f"to_{d}": c for d, c in DTYPES.items()}
-_LIBM_2 = ("pow", "atan2", "fmod", "hypot", "copysign")
+#: every function of the IR and its arity
 CALLS = {
     **dict.fromkeys(_LIBM_1, 1), "abs": 1, "neg": 1, "min": 2, "max": 2, **dict.fromkeys(_LIBM_2, 2),
     **dict.fromkeys(SELECTS, 4), **dict.fromkeys(CASTS, 1),
