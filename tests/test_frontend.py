@@ -201,7 +201,7 @@ BAD = [
     ("for (i = 0; i < 10; i++) for (j = 0; j < 10; j++) A[i][j] = A[i][i * j % 10];", "multiplies two iterators"),
     ("for (i = 0; i < 10; i++) { int k = i * i; x[i] = x[k]; }", "'k' is data, not a loop iterator"),
     ("for (i = 0; i < 10; i++) x[i] = x[i] + i / 0;", "division by zero in 'i / 0'"),
-    ("for (i = 0; i < 10; i++) { int k = i; k = k + 1; x[i] = x[k]; }", "'k' is data, not a loop iterator"),
+    ("for (i = 0; i < 10; i++) { int k = i; k = k * k; x[i] = x[k]; }", "'k * k' multiplies two iterators"),
     ("for (i = 0; i < 10; i++) { x[i] = 0; break; }", "break"),
     ("for (i = 0; i < 10; i++) { double s; x[i] = s; }", "read before it is assigned"),
     ("for (i = 0; i < 10; i++) x[i] = A[i];", "dimension"),

@@ -4,12 +4,30 @@ first bounds the loop, the others guard its body), companions stepped beside it 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pycparser import c_ast
 
 from ..errors import CSourceError
 from ..ir.affine import Affine
 from ..ir.program import Loop
 from .declared import INDEX, base_type, text
+
+
+@dataclass(frozen=True)
+class Header:
+    """A for loop's header: the loop of its first iterator ``var`` (``others``: companions, with their starts
+    and steps), the scope its declaration opens, its constant ``step``, its start(s) (a max of them up, a min
+    down) and bound(s) (a min up, a max down), and ``shift`` 1 for an inclusive bound (<=, >=)."""
+
+    node: c_ast.For
+    others: list[tuple[str, c_ast.Node, c_ast.Node]]
+    var: str
+    decl_scope: dict
+    step: int
+    starts: list[Affine]
+    bounds: list[Affine]
+    shift: int
 
 
 class LoopReader:
@@ -33,7 +51,8 @@ class LoopReader:
                                        f"a max, and from a max (up) or a min (down); this is not a {kind} of two")
         return [self.affine(node)]
 
-    def for_loop(self, node: c_ast.For) -> None:
+    def header(self, node: c_ast.For) -> Header:
+        """A for loop's header read: its iterator, step, start(s) and bound(s)."""
         node, others = self.companions(node)
         var, init, decl_scope = self.loop_init(node)
         step = self.loop_step(node, var)
@@ -41,7 +60,6 @@ class LoopReader:
         if len(starts) > 1 and step != 1:
             raise self.src.error(node, f"a loop that starts at a {'max' if step > 0 else 'min'} of bounds must step "
                                        "by +1")
-        start = starts[0]
         cond = node.cond
         if not isinstance(cond, c_ast.BinaryOp) or cond.op not in ("<", "<=", ">", ">="):
             raise self.src.error(node, "the loop condition must compare the iterator with an affine bound "
@@ -59,9 +77,30 @@ class LoopReader:
             raise self.src.error(cond, f"an increasing loop needs {var} < or <= its bound")
         if step < 0 and op not in (">", ">="):
             raise self.src.error(cond, f"a decreasing loop needs {var} > or >= its bound")
+        return Header(node, others, var, decl_scope, step, starts, bounds, 1 if op in ("<=", ">=") else 0)
+
+    def trip_count(self, h: Header) -> Affine | None:
+        """How many times the loop runs, where that is affine in the iterators of the loops around it and
+        never negative (None elsewhere: a min or max of bounds, a step other than 1 over a span that varies)."""
+        if len(h.starts) > 1 or len(h.bounds) > 1:
+            return None
+        span = h.bounds[0] + h.shift - h.starts[0] if h.step > 0 else h.starts[0] - h.bounds[0] + h.shift
+        if abs(h.step) != 1:
+            if span.terms:
+                return None
+            span = Affine.of(-(-span.const // abs(h.step)))
+        if not span.terms:
+            return Affine.of(max(0, span.const))
+        if any(v not in self.ranges for v in span.variables) or self.interval(span)[0] < 0:
+            return None
+        return span
+
+    def for_loop(self, node: c_ast.For) -> None:
+        h = self.header(node)
+        node, var, step, starts, bounds, shift = h.node, h.var, h.step, h.starts, h.bounds, h.shift
+        start = starts[0]
         name = self.fresh(var)
         it = Affine.var(name)
-        shift = 1 if op in ("<=", ">=") else 0
         s = abs(step)
         guarded = bounds[1:]  # a min (max) of bounds: the loop runs to the first, the others guard its body
         if s == 1 and step > 0:
@@ -80,11 +119,13 @@ class LoopReader:
         _, hi = self.interval(upper)
         self.ranges[name] = (lo, hi - 1)
         count = it - start if s == 1 and step > 0 else it  # the iterations run before this one
-        starts_of = [(other, self.affine(first), self.loop_step(node, other, nxt)) for other, first, nxt in others]
-        self.scopes.append(dict(decl_scope))
+        starts_of = [(other, self.affine(first), self.loop_step(node, other, nxt)) for other, first, nxt in h.others]
+        changes = self.loop_changes(h)
+        self.scopes.append(dict(h.decl_scope))
         self.bind(var, ("iter", value))
         for other, first, other_step in starts_of:  # j of for (i = 0, j = n - 1; ...; i++, j--)
             self.bind(other, ("alias", first + count * other_step))
+        entry = self.enter_loop(changes, count, value - step, start - step if len(starts) == 1 else None)
         self.path.append(("loop", name))
         self.stack.append([])
         self.guards.extend(guards)
@@ -93,6 +134,7 @@ class LoopReader:
         body = self.stack.pop()
         self.path.pop()
         self.scopes.pop()
+        self.leave_loop(changes, entry, self.trip_count(h), var)
         if body:
             self.stack[-1].append(Loop(name, lower, upper, tuple(body)))
 
@@ -110,7 +152,7 @@ class LoopReader:
             if kind == "alias":
                 raise self.src.error(node, f"{init.lvalue.name!r} names a value given where it is declared; "
                                            "a loop cannot reuse it as its iterator")
-            if kind not in ("int", "iter"):
+            if kind not in ("int", "iter", "var"):
                 raise self.src.error(node, f"loop iterator {init.lvalue.name!r} must be an int variable")
             return init.lvalue.name, init.rvalue, {}
         raise self.src.error(node, "the loop must start with 'i = START' or 'int i = START'")

@@ -37,6 +37,7 @@ from .declared import (
     text,
 )
 from .extents import PROVISIONAL, sized_by_accesses
+from .intvars import STEPS, IntVariables, NotIndex, index_candidates, region_entry, used_outside
 from .loops import LoopReader
 from .parse import CSource, walk_nodes
 from .rewrite import allocation, free_names, select_of, substituted, whiles_as_fors
@@ -103,12 +104,14 @@ _FMA = ("fma", "fmaf")
 RESULT = "lc_result"
 
 
-class _Translator(LoopReader):
-    def __init__(self, src: CSource, params: dict[str, int]) -> None:
+class _Translator(LoopReader, IntVariables):
+    def __init__(self, src: CSource, params: dict[str, int], data: set[str] = frozenset()) -> None:
         self.src = src
         self.params = dict(params)
-        #: integer scalars assigned outside for headers: data (int s = 0; s += x[i]), not iterators
-        self.data_ints = changed_names(src.function.body, headers=False)
+        #: integer scalars changed outside for headers by integer arithmetic: int variables (j = i + 1; k++)
+        self.index_ints = index_candidates(src.function.body) - set(data)
+        #: the others changed outside for headers: data (int s = 0; s += x[i]), not iterators
+        self.data_ints = changed_names(src.function.body, headers=False) - self.index_ints
         self.changed = changed_names(src.function.body)
         self.used_sizes: dict[str, int] = {}
         self.buffers: dict[str, Buffer] = {}  # every array or scalar buffer that may be used
@@ -201,7 +204,10 @@ class _Translator(LoopReader):
         if not is_param and not dims and decl.init is not None and decl.name not in changed:
             try:
                 v = self.value(decl.init)
-            except CSourceError:  # computed by code loopcost does not read (double t0 = now();): not a constant
+                if dtype == INDEX and not isinstance(v, int):  # int arithmetic on constants (int k = m + 1)
+                    a = self.affine(decl.init)
+                    v = None if a.terms else a.const
+            except (CSourceError, NotIndex):  # computed by code loopcost does not read (t0 = now();): no constant
                 v = None
             if isinstance(v, int | Const):
                 self.bind(decl.name, ("const", Const(v) if isinstance(v, int) else v))
@@ -213,6 +219,8 @@ class _Translator(LoopReader):
             self.bind(decl.name, ("array", name))
             if dims[0] is UNSIZED:
                 self.unsized.add(name)
+        elif dtype == INDEX and not is_param and decl.name in self.index_ints:
+            self.declare_var_outside(decl)
         elif dtype == INDEX:
             self.bind(decl.name, ("size", decl.name) if is_param else ("int", None))
             if is_param:
@@ -222,6 +230,19 @@ class _Translator(LoopReader):
             self.buffers[name] = Buffer(name, (1,), dtype, "input")
             self.arguments[name] = f"&{decl.name}"
             self.bind(decl.name, ("outer", name))
+
+    def declare_var_outside(self, decl: c_ast.Decl) -> None:
+        """An int variable declared before the region: its initializer's value there, if nothing else can
+        have changed it; refused if the region changes it and the function uses it elsewhere (loopcost does
+        not write its value back)."""
+        if decl.name in changed_names(c_ast.Compound(self.src.statements)) and used_outside(self.src, decl.name):
+            raise self.src.error(decl, f"int {decl.name!r} is changed by the loops and used outside them: loopcost "
+                                       "does not give it its value after them (declare it in the loops, or "
+                                       "compute it there)")
+        if region_entry(self.src, decl.name) is None:
+            self.declare_var(decl)
+        else:
+            self.bind(decl.name, ("var", None))
 
     def shape(self, decl: c_ast.Decl, dims: list[c_ast.Node | None]) -> tuple[int, ...]:
         out = []
@@ -247,6 +268,8 @@ class _Translator(LoopReader):
             kind, what = self.lookup(node)
             if kind in ("iter", "alias"):
                 return what
+            if kind == "var":
+                return self.var_read(node, what)
             if kind == "size":
                 return Affine.of(self.size(node, what))
             if kind == "const" and isinstance(what.value, int):
@@ -258,6 +281,9 @@ class _Translator(LoopReader):
         if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
             a = self.affine(node.expr)
             return -a if node.op == "-" else a
+        if isinstance(node, c_ast.UnaryOp) and node.op in STEPS and isinstance(node.expr, c_ast.ID) \
+                and self.is_var(node.expr.name):
+            return self.stepped(node)
         if isinstance(node, c_ast.Cast) and text(node.to_type).strip() in ("int", "long"):
             return self.affine(node.expr)
         if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "%"):
@@ -305,6 +331,8 @@ class _Translator(LoopReader):
                 return self.size(node, what)
             if kind in ("iter", "alias"):
                 return what
+            if kind == "var":
+                return self.var_read(node, what)
             if kind == "int":
                 raise self.src.error(node, f"{node.name!r} is used outside a loop that it is the iterator of")
             if kind == "array":
@@ -316,6 +344,9 @@ class _Translator(LoopReader):
             r = self.array_ref(node)
             self.read.add(r.buffer)
             return r
+        if isinstance(node, c_ast.UnaryOp) and node.op in STEPS and isinstance(node.expr, c_ast.ID) \
+                and self.is_var(node.expr.name):
+            return self.stepped(node)
         if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
             v = self.value(node.expr)
             if node.op == "+":
@@ -533,9 +564,12 @@ class _Translator(LoopReader):
                 self.declaration(d)
         elif isinstance(node, (c_ast.EmptyStatement, c_ast.Pragma)):
             pass
-        elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
-            raise self.src.error(node, f"'{text(node)}' outside a for header is not supported; write an "
-                                       "assignment")
+        elif isinstance(node, c_ast.UnaryOp) and node.op in STEPS:
+            if isinstance(node.expr, c_ast.ID) and self.is_var(node.expr.name):
+                self.change(node, node.expr.name, "+=", STEPS[node.op])
+            else:  # x[i]++: x[i] += 1
+                self.assignment(c_ast.Assignment("+=" if STEPS[node.op] > 0 else "-=", node.expr,
+                                                 c_ast.Constant("int", "1"), node.coord))
         elif isinstance(node, c_ast.FuncCall) and text(node.name) == "free" and node.args is not None \
                 and len(node.args.exprs) == 1 and isinstance(node.args.exprs[0], c_ast.ID) \
                 and self.malloced(node.args.exprs[0]):
@@ -610,6 +644,9 @@ class _Translator(LoopReader):
             self.arguments[name] = None
             self.bind(decl.name, ("array", name))
             return
+        if dtype == INDEX and decl.name in self.index_ints:
+            self.declare_var(decl)
+            return
         if dtype == INDEX and decl.name not in self.data_ints:
             if decl.init is None:  # an iterator declared apart
                 self.bind(decl.name, ("int", None))
@@ -637,6 +674,9 @@ class _Translator(LoopReader):
             target = self.dereference(lv)
         elif isinstance(lv, c_ast.ID):
             kind, what = self.lookup(lv)
+            if kind == "var":
+                self.change(node, lv.name, node.op, node.rvalue)
+                return
             if kind in ("iter", "int", "size", "const", "alias"):
                 raise self.src.error(node, f"assignment to integer variable {lv.name!r}: integer variables may "
                                            "only be loop iterators changed by their for header, names of one "
@@ -682,6 +722,9 @@ class _Translator(LoopReader):
 
     def if_statement(self, node: c_ast.If) -> None:
         if self.reads_data(node.cond):
+            for n in changed_names(node):
+                if self.is_var(n):
+                    raise NotIndex(n, self.src.error(node, f"int variable {n!r} is changed under an if on data"))
             self.assignment(self.if_converted(node))
             return
         conds = self.conditions(node.cond)
@@ -700,6 +743,7 @@ class _Translator(LoopReader):
             self.statement(body)
             del self.guards[len(self.guards) - len(live):]
             self.path.pop()
+        self.forget(node)
 
     def reads_data(self, node: c_ast.Node) -> bool:
         """Whether an expression reads an array, a pointer or a floating-point scalar (not only iterators and
@@ -858,7 +902,20 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     found = file_sizes(src, src.int_params)
     taken = {n: v for n, v in found.values.items() if n not in given}
     whiles_as_fors(src.function.body)
-    t = _Translator(src, {**taken, **given})
+    why: dict[str, Exception] = {}  # the int variables read as data, and why each is not followed
+    while True:  # an int variable loopcost cannot follow as an affine value is read again as data
+        try:
+            return _translated(src, _Translator(src, {**taken, **given}, set(why)), given, taken, found)
+        except NotIndex as e:
+            if e.name in why:
+                raise e.error from None
+            why[e.name] = e.error
+        except CSourceError as e:  # refused as data too: where at one of those, why it is not an int variable
+            raise next((w for n, w in why.items() if f"'{n}" in str(e)), e) from None
+
+
+def _translated(src: CSource, t: _Translator, given: dict[str, int], taken: dict[str, int],
+                found: FileSizes) -> CKernel:
     func_params = src.function.decl.type.args.params if src.function.decl.type.args else []
     for p in func_params:
         if isinstance(p, c_ast.Decl) and record_pointer(p):  # (struct args_t *a): read only if the region uses it
