@@ -1,7 +1,8 @@
 """Int variables that the code gives values as it runs (``j = i + 1;``, ``k++``, ``out[idx++] = ...``, ``off += n``,
 ``last = i``): read as the affine expressions of the loop iterators they are, so that the accesses through them
 are affine; those that are not (a count under an if, a triangle's running index) are data or refused with the
-reason; the optimized function computes what the original does."""
+reason; a loop iterator divided by a constant (``in[y / 2]``, ``i % 3 == 0``) is read by splitting its loop, so
+that the quotient and the remainder are iterators; the optimized function computes what the original does."""
 
 import pytest
 
@@ -181,3 +182,93 @@ def test_an_int_declared_before_the_chosen_loops_starts_at_its_initializer_or_is
     inside = TIMED.replace('puts("start")', 'for (int r = 0; r < 2; r++) { puts("start")').replace("USE", "}")
     with pytest.raises(CSourceError, match="'k' is read where its value is not an affine expression"):
         load_c(c_file(tmp_path, inside), params={"n": 10})
+
+
+DIVIDED = """
+void upsample(int h, int w, const float *in, float *out) {
+  for (int y = 0; y < 2 * h; y++)
+    for (int x = 0; x < 2 * w; x++)
+      out[y * 2 * w + x] = in[(y / 2) * w + x / 2];
+}
+void periodic(int n, const double *coef, const double *x, double *y) {
+  for (int i = 1; i < n; i++)
+    y[i] = coef[i % 4] * x[i];
+}
+void deinterleave(int n, const float *rgb, float *r, float *g, float *b) {
+  for (int i = 0; i < 3 * n; i++) {
+    if (i % 3 == 0) r[i / 3] = rgb[i];
+    if (i % 3 == 1) g[i / 3] = rgb[i];
+    if (i % 3 == 2) b[i / 3] = rgb[i];
+  }
+}
+void halves(int n, const double *x, double *y) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++)
+      y[i * n + j] = x[j / 2] + x[i];
+}
+void not3(int n, const double *x, double *y, int *h) {
+  for (int i = 0; i < n; i++) {
+    if (i % 3 != 0)
+      y[i] = x[i];
+    else
+      y[i] = 0.0;
+    h[i]++;
+  }
+}
+void diagonal(int n, const double *x, double *y) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      if (i != j) y[i * n + j] = x[j]; else y[i * n + j] = 1.0;
+}
+"""
+
+#: each function's sizes, its loops (name, bounds), and a schedule to check it under
+DIVISIONS = [
+    ("upsample", {"h": 5, "w": 7}, "y[0,5) y_r[0,2) x[0,7) x_r[0,2)", "I(y_r,x) U(x_r,2)"),
+    ("periodic", {"n": 41}, "i[0,11) i_r[0,4)", "U(i_r,4)"),
+    ("deinterleave", {"n": 20}, "i[0,20) i_r[0,3)", "I(i,i_r)"),
+    ("halves", {"n": 13}, "i[0,13) j[0,6) j_r[0,2)", ""),
+    ("not3", {"n": 31}, "i[0,11) i_r[0,3)", "P(i)"),
+    ("diagonal", {"n": 9}, "i[0,9) j[0,9)", "I(i,j)"),
+]
+
+
+def _loops(nodes) -> list[str]:
+    from loopcost.ir.program import Loop
+
+    return [f"{n.name}[{n.lower},{n.upper})" for n in nodes if isinstance(n, Loop)] + \
+        [x for n in nodes if isinstance(n, Loop) for x in _loops(n.body)]
+
+
+@pytest.mark.parametrize("function,sizes,loops,schedule", DIVISIONS, ids=[c[0] for c in DIVISIONS])
+def test_an_iterator_divided_by_a_constant_splits_its_loop_and_the_function_computes_as_the_original(
+        tmp_path, function, sizes, loops, schedule):
+    k = load_c(c_file(tmp_path, DIVIDED), function=function, params=sizes)
+    assert " ".join(_loops(k.program.body)) == loops
+    assert_drop_in(k)
+    if schedule:
+        assert_drop_in(k, schedule)
+
+
+def test_the_branches_of_a_remainders_test_are_guards_of_the_remainder_loop(tmp_path):
+    k = load_c(c_file(tmp_path, DIVIDED), function="deinterleave", params={"n": 20})
+    assert [(c.target.buffer, [str(ix) for ix in c.target.index], [str(g) for g in c.guards])
+            for c in k.program.computations()] == [("r", ["i"], ["-i_r"]), ("g", ["i"], ["i_r - 1", "-i_r + 1"]),
+                                                   ("b", ["i"], ["i_r - 2"])]
+    k = load_c(c_file(tmp_path, DIVIDED), function="not3", params={"n": 31})
+    assert [[str(g) for g in c.guards] for c in k.program.computations()] == [
+        ["-3 * i - i_r + 30", "i_r - 1"], ["-3 * i - i_r + 30", "-i_r"], ["-3 * i - i_r + 30"]]
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("void f(int n, const double *x, double *y) { for (int i = 0; i < n; i++) y[i] = x[i / 2] + x[i / 3]; }",
+     "'i / 2' divides an iterator: not affine"),
+    ("void f(int n, const double *x, double *y) { for (int i = 0; i < n; i++) y[i] = x[(i + 1) / 2]; }",
+     "'(i + 1) / 2' divides an iterator"),
+    ("void f(int n, const double *x, double *y) { for (int i = -4; i < n; i++) y[i + 4] = x[i / 2 + 2]; }",
+     "'i / 2' divides an iterator"),
+])
+def test_divisions_that_are_not_affine_are_refused_with_the_reason(tmp_path, text, reason):
+    with pytest.raises(CSourceError, match=r"k\.c:\d+:\d+: ") as e:
+        load_c(c_file(tmp_path, text), params={"n": 8})
+    assert reason in str(e.value), str(e.value)

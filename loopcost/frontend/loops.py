@@ -12,6 +12,8 @@ from ..errors import CSourceError
 from ..ir.affine import Affine
 from ..ir.program import Loop
 from .declared import INDEX, base_type, text
+from .parse import walk_nodes
+from .sizes import constant
 
 
 @dataclass(frozen=True)
@@ -97,46 +99,96 @@ class LoopReader:
 
     def for_loop(self, node: c_ast.For) -> None:
         h = self.header(node)
-        node, var, step, starts, bounds, shift = h.node, h.var, h.step, h.starts, h.bounds, h.shift
-        start = starts[0]
-        name = self.fresh(var)
-        it = Affine.var(name)
-        s = abs(step)
-        guarded = bounds[1:]  # a min (max) of bounds: the loop runs to the first, the others guard its body
-        if s == 1 and step > 0:
-            lower, upper, value = start, bounds[0] + shift, it
-        elif s == 1:
-            lower, upper, value = Affine.of(0), start - bounds[0] + shift, start - it
-        else:  # the loop counts the steps: as many as fit in the span (each guarded if the span is not constant)
-            span = bounds[0] + shift - start if step > 0 else start - bounds[0] + shift
-            lower, value = Affine.of(0), start + it * s if step > 0 else start - it * s
-            upper = Affine.of(max(0, -(-max(self.interval(span)[1], 0) // s)))
-            if span.terms:
-                guarded = bounds
-        guards = [b + shift - value - 1 if step > 0 else value - b + shift - 1 for b in guarded]
-        guards += [value - a for a in starts[1:]]
-        lo, _ = self.interval(lower)
-        _, hi = self.interval(upper)
-        self.ranges[name] = (lo, hi - 1)
-        count = it - start if s == 1 and step > 0 else it  # the iterations run before this one
-        starts_of = [(other, self.affine(first), self.loop_step(node, other, nxt)) for other, first, nxt in h.others]
+        d = self.divisor(h)
+        loops, value, guards, count = self.split(h, d) if d else self.counted(h)
+        for name, lower, upper in loops:
+            self.ranges[name] = (self.interval(lower)[0], self.interval(upper)[1] - 1)
+        starts_of = [(other, self.affine(first), self.loop_step(h.node, other, nxt)) for other, first, nxt in h.others]
         changes = self.loop_changes(h)
         self.scopes.append(dict(h.decl_scope))
-        self.bind(var, ("iter", value))
+        self.bind(h.var, ("iter", value))
         for other, first, other_step in starts_of:  # j of for (i = 0, j = n - 1; ...; i++, j--)
             self.bind(other, ("alias", first + count * other_step))
-        entry = self.enter_loop(changes, count, value - step, start - step if len(starts) == 1 else None)
-        self.path.append(("loop", name))
+        start = h.starts[0]
+        entry = self.enter_loop(changes, count, value - h.step, start - h.step if len(h.starts) == 1 else None)
+        self.path.extend(("loop", name) for name, _, _ in loops)
         self.stack.append([])
         self.guards.extend(guards)
-        self.statement(node.stmt)
+        self.statement(h.node.stmt)
         del self.guards[len(self.guards) - len(guards):]
         body = self.stack.pop()
-        self.path.pop()
+        del self.path[len(self.path) - len(loops):]
         self.scopes.pop()
-        self.leave_loop(changes, entry, self.trip_count(h), var)
-        if body:
-            self.stack[-1].append(Loop(name, lower, upper, tuple(body)))
+        self.leave_loop(changes, entry, self.trip_count(h), h.var)
+        for name, lower, upper in reversed(loops):
+            body = [Loop(name, lower, upper, tuple(body))] if body else []
+        self.stack[-1].extend(body)
+
+    def counted(self, h: Header) -> tuple[list[tuple[str, Affine, Affine]], Affine, list[Affine], Affine]:
+        """The loop as one loop of the IR: its name and bounds, the iterator's value, the guards of its body
+        and the iterations run before the current one. A loop of step +-1 runs over the iterator's values (down:
+        counted up from 0); one of another step counts its steps."""
+        start, s = h.starts[0], abs(h.step)
+        name = self.fresh(h.var)
+        it = Affine.var(name)
+        guarded = h.bounds[1:]  # a min (max) of bounds: the loop runs to the first, the others guard its body
+        if s == 1 and h.step > 0:
+            lower, upper, value = start, h.bounds[0] + h.shift, it
+        elif s == 1:
+            lower, upper, value = Affine.of(0), start - h.bounds[0] + h.shift, start - it
+        else:  # the loop counts the steps: as many as fit in the span (each guarded if the span is not constant)
+            span = h.bounds[0] + h.shift - start if h.step > 0 else start - h.bounds[0] + h.shift
+            lower, value = Affine.of(0), start + it * s if h.step > 0 else start - it * s
+            upper = Affine.of(max(0, -(-max(self.interval(span)[1], 0) // s)))
+            if span.terms:
+                guarded = h.bounds
+        guards = [b + h.shift - value - 1 if h.step > 0 else value - b + h.shift - 1 for b in guarded]
+        guards += [value - a for a in h.starts[1:]]
+        return [(name, lower, upper)], value, guards, it - start if s == 1 and h.step > 0 else it
+
+    def divisor(self, h: Header) -> int | None:
+        """The one constant ``d`` > 1 the loop's body divides its iterator by (``/`` or ``%``) in subscripts
+        and conditions, if the loop counts up by 1 from a constant >= 0 to one bound (else None)."""
+        if h.step != 1 or len(h.starts) > 1 or len(h.bounds) > 1 or h.others or h.starts[0].terms \
+                or h.starts[0].const < 0:
+            return None
+        found = set()
+        for n in walk_nodes(h.node.stmt):
+            part = n.subscript if isinstance(n, c_ast.ArrayRef) else n.cond if isinstance(n, c_ast.If) else None
+            for m in walk_nodes(part) if part is not None else ():
+                if isinstance(m, c_ast.BinaryOp) and m.op in ("/", "%") and isinstance(m.left, c_ast.ID) \
+                        and m.left.name == h.var:
+                    d = constant(m.right, self.params)
+                    if d is not None and d > 1:
+                        found.add(d)
+        return found.pop() if len(found) == 1 else None
+
+    def split(self, h: Header, d: int) -> tuple[list[tuple[str, Affine, Affine]], Affine, list[Affine], Affine]:
+        """``for (y = a; y < b; y++)`` whose body divides ``y`` by ``d`` (``in[y / 2]``, ``y % 4 == 0``) as two
+        loops of the IR (see ``counted``): ``y = d * q + r``, ``r`` in [0, d), so that ``y / d`` is ``q`` and
+        ``y % d`` is ``r``, affine (``quotient``); guards keep ``y`` in [a, b)."""
+        start, end = h.starts[0].const, h.bounds[0] + h.shift
+        q, r = self.fresh(h.var), self.fresh(f"{h.var}_r")
+        value = Affine.var(q) * d + Affine.var(r)
+        top = -(-self.interval(end)[1] // d)
+        loops = [(q, Affine.of(start // d), Affine.of(max(start // d, top))), (r, Affine.of(0), Affine.of(d))]
+        guards = [value - start] if start % d else []
+        if end.terms or end.const % d:
+            guards.append(end - value - 1)
+        return loops, value, guards, value - start
+
+    def quotient(self, a: Affine, d: int) -> tuple[Affine, Affine] | None:
+        """``a / d`` and ``a % d`` as C computes them (d > 0), where they are affine: ``a`` is never negative
+        and its part that ``d`` does not divide stays in [0, d) over the loops' ranges (``2 * q + r``, ``r`` in
+        [0, 2): ``q`` and ``r``)."""
+        if d <= 0 or any(v not in self.ranges for v in a.variables) or self.interval(a)[0] < 0:
+            return None
+        whole = Affine.of(a.const // d)
+        for name, c in a.terms:
+            whole = whole + Affine.var(name) * (c // d)
+        rest = a - whole * d
+        lo, hi = self.interval(rest)
+        return (whole, rest) if lo >= 0 and hi < d else None
 
     def loop_init(self, node: c_ast.For) -> tuple[str, c_ast.Node, dict]:
         """The iterator, its start (an expression) and the scope its declaration opens."""

@@ -297,10 +297,13 @@ class _Translator(LoopReader, IntVariables):
                     return a * b
                 except NotAffineError:
                     raise self.src.error(node, f"'{text(node)}' multiplies two iterators: not affine") from None
-            if a.terms or b.terms:
-                raise self.src.error(node, f"'{text(node)}' divides an iterator: not affine")
-            if b.const == 0:
+            if not b.terms and b.const == 0:
                 raise self.src.error(node, f"division by zero in '{text(node)}'")
+            if a.terms and not b.terms and (qr := self.quotient(a, b.const)) is not None:
+                return qr[0] if node.op == "/" else qr[1]
+            if a.terms or b.terms:
+                raise self.src.error(node, f"'{text(node)}' divides an iterator: not affine (a loop's iterator "
+                                           "divided by one constant, i / 2 or i % 4, is)")
             return Affine.of(fold(node.op, a.const, b.const))
         raise self.src.error(node, f"'{text(node)}' is not an affine expression of loop iterators and sizes")
 
@@ -421,6 +424,8 @@ class _Translator(LoopReader, IntVariables):
                 pass
         if node.op in ("/", "%") and not b.terms and b.const == 0:
             raise self.src.error(node, f"division by zero in '{text(node)}'")
+        if node.op in ("/", "%") and not b.terms and (qr := self.quotient(a, b.const)) is not None:
+            return qr[0] if node.op == "/" else qr[1]
         return BinOp(node.op, IterValue(a), IterValue(b))
 
     @staticmethod
@@ -727,16 +732,24 @@ class _Translator(LoopReader, IntVariables):
                     raise NotIndex(n, self.src.error(node, f"int variable {n!r} is changed under an if on data"))
             self.assignment(self.if_converted(node))
             return
-        conds = self.conditions(node.cond)
-        branches = [(conds, node.iftrue)]
+        cond = node.cond
+        compared = isinstance(cond, c_ast.BinaryOp) and cond.op in ("==", "!=")
+        if compared:  # a == b: a >= b and b >= a; a != b: a > b, or a < b (two branches of one body)
+            a, b = self.affine(cond.left), self.affine(cond.right)
+            equal, unequal = [[a - b, b - a]], [[a - b - 1], [b - a - 1]]
+        then = (unequal if cond.op == "!=" else equal) if compared else [self.conditions(cond)]
+        branches = [(conds, node.iftrue) for conds in then]
         if node.iffalse is not None:
-            if len(conds) != 1 or (isinstance(node.cond, c_ast.BinaryOp) and node.cond.op == "=="):
-                raise self.src.error(node, "else is supported only after a single < <= > >= comparison")
-            branches.append(([-conds[0] - 1], node.iffalse))
+            if compared:
+                branches += [(conds, node.iffalse) for conds in (equal if cond.op == "!=" else unequal)]
+            elif len(then[0]) == 1:
+                branches.append(([-then[0][0] - 1], node.iffalse))
+            else:
+                raise self.src.error(node, "else is supported only after a single comparison")
         for cs, body in branches:
-            live = [g for g in cs if g.terms]
-            if any(not g.terms and g.const < 0 for g in cs):
+            if any(self.interval(g)[1] < 0 for g in cs):
                 continue  # statically false: the branch never runs
+            live = [g for g in cs if self.interval(g)[0] < 0]  # the others always hold
             self.n_ifs += 1
             self.path.append(("if", self.n_ifs))
             self.guards.extend(live)
