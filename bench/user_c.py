@@ -1,7 +1,8 @@
 """C written as users write it, not as PolyBench does: pointers indexed ``A[i * m + j]``, ``size_t`` and
 ``unsigned`` loops, ``if``s on data, ``static inline`` helpers, ``malloc``'d scratch, manually tiled loops with
 ``MIN``, OpenMP pragmas, the file's own variables (TSVC's style), returned values, loop counters as values,
-unsigned pixels, casts and shifts, row pointers, ``while`` loops. Each file of
+unsigned pixels, casts and shifts, row pointers, ``while`` loops, running indices (``k++``), iterators divided by
+constants (``in[y / 2]``). Each file of
 ``bench/user_c`` is optimized with ``loopcost optimize FILE --emit-c OUT --json`` (the default adaptive search,
 the model shipped for this CPU) and the function it writes is timed beside the original under gcc -O3, as the
 command itself reports it (``drop_in_check``: one harness, the same inputs, outputs compared first).
@@ -56,6 +57,11 @@ CASES = {
     "mm_int": ("mm_int.c", "(long) casts, a 64-bit accumulator", ["--param", "n=512"]),
     "quantize": ("quantize.c", "saturation, lrintf, (int8_t)", ["--param", "n=4000000"]),
     "axpy_while": ("axpy_while.c", "a counting while, two counters in one for", ["--param", "n=4000000"]),
+    "im2col": ("im2col.c", "running indices: int idx = row * ...; col[idx++]; row++", ["--param", "c=16", "--param",
+                                                                                      "h=130", "--param", "w=130"]),
+    "pack_cols": ("pack_cols.c", "packed[k++], a transpose", ["--param", "n=2048", "--param", "m=2048"]),
+    "upsample": ("upsample.c", "in[(y / 2) * w + x / 2]", ["--param", "h=1024", "--param", "w=1024"]),
+    "haar": ("haar.c", "if (i % 2 == 0) ... else, lo[i / 2]", ["--param", "h=2048", "--param", "w=2048"]),
 }
 
 
