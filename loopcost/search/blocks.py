@@ -121,12 +121,13 @@ def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Ja
     ``avoid``, from ``state``, with the loop over blocks of each jammed loop."""
     jam = replace(space, kinds=("jam",))
 
-    def legal(before: ProgramState, first: str | None) -> list[tuple[UnrollJam, ProgramState, str]]:
+    def legal(before: ProgramState, first: str | None, first_outer: str | None) \
+            -> list[tuple[UnrollJam, ProgramState, str]]:
         out = []
         for m in moves(before, jam):
             if m.step.loop in avoid or not _fits(before, m.step.loop, m.step.factor, space.jam_factors):
                 continue
-            if first is not None and (m.step.loop in (first, first + "_r")
+            if first is not None and (m.step.loop in (first, first_outer)
                                       or not any({first, m.step.loop} <= set(cs.loops) for cs in before.comps)):
                 continue
             try:
@@ -136,10 +137,10 @@ def _jams(state: ProgramState, space: SpaceOptions, avoid: set[str]) -> list[_Ja
         return out
 
     out = []
-    for step, one, outer in legal(state, None):
+    for step, one, outer in legal(state, None, None):
         out.append(((step,), one, {step.loop: outer}))
         out += [((step, second), two, {step.loop: outer, second.loop: outer2})
-                for second, two, outer2 in legal(one, step.loop)]
+                for second, two, outer2 in legal(one, step.loop, outer)]
     return out
 
 
@@ -151,11 +152,14 @@ def blocks(root: ProgramState, schedule: Schedule, space: SpaceOptions = SpaceOp
     cannot be replayed."""
     nest = tuple(s for s in schedule.steps if s.kind in NEST_KINDS)
     tail = tuple(s for s in schedule.steps if s.kind not in NEST_KINDS)
+    base, avoid = root, set()  # the loops over blocks of the nest's jams: a jam of one is a block of blocks
     try:
-        base = Schedule(nest).apply(root)
+        for step in nest:
+            if step.kind == "jam":
+                avoid.add(step.outer(base))
+            base = step.apply(base)
     except ScheduleError:
         return []
-    avoid = {t.loop + "_r" for t in base.tags if t.kind == "jam"}  # a block's loop of blocks: jams of jams
     out: dict[frozenset, Block] = {}
     for jams, state, outers in _jams(base, space, avoid):
         key = frozenset((j.loop, j.factor) for j in jams)
