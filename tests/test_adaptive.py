@@ -208,25 +208,24 @@ def test_blocks_are_legal_jams_of_the_nest_with_the_tail_replayed_best_worth_fir
 
 
 def test_blocks_of_loops_named_like_the_loops_jams_make_never_jam_a_loop_over_blocks(tmp_path):
-    """A user's loops ``i`` and ``i_r`` (a C loop split by ``i / 2``): a jam of ``i`` makes its loop over blocks
-    ``i_r_1``; that one is never jammed again, and the user's ``i_r`` is a loop like any other."""
+    """A user's loops ``i`` and ``i_r``: a jam of ``i`` makes its loop over blocks ``i_r_1``; that one is never
+    jammed again, and the user's ``i_r`` is a loop like any other."""
     from loopcost.frontend import load_c
     from loopcost.ir.state import ProgramState
     from loopcost.search.blocks import blocks
 
     c = tmp_path / "k.c"
-    c.write_text("void f(int h, int w, const float *x, float *lo) { for (int y = 0; y < h; y++) "
-                 "for (int i = 0; i < w; i++) if (i % 2 == 0) lo[y * w + i / 2] = x[y * w + i] + x[y * w + i + 1]; }")
+    c.write_text("void f(int h, int w, const float *x, float *y) { for (int i = 0; i < h; i++) "
+                 "for (int i_r = 0; i_r < w; i_r++) y[i * w + i_r] = 2.0f * x[i_r * h + i]; }")
     p = load_c(c, params={"h": 16, "w": 32}).program
-    assert {lp.name for lp in p.loops()} == {"y", "i", "i_r"}
     root = ProgramState.initial(p)
     for nest in ("", "J(i,2)"):
         found = blocks(root, Schedule.parse(nest))
         assert found
         for b in found:
-            jammed = {lp for lp, _ in b.jams}
-            assert "i_r_1" not in jammed and Schedule.parse(str(b.schedule)).apply(p).key == b.state.key
-    assert any({lp for lp, _ in b.jams} == {"y", "i"} for b in blocks(root, Schedule.parse("")))
+            assert "i_r_1" not in {lp for lp, _ in b.jams}
+            assert Schedule.parse(str(b.schedule)).apply(p).key == b.state.key
+    assert any({lp for lp, _ in b.jams} == {"i", "i_r"} for b in blocks(root, Schedule.parse("")))
 
 
 class ByJams(ByTags):

@@ -224,11 +224,11 @@ void diagonal(int n, const double *x, double *y) {
 
 #: each function's sizes, its loops (name, bounds), and a schedule to check it under
 DIVISIONS = [
-    ("upsample", {"h": 5, "w": 7}, "y[0,5) y_r[0,2) x[0,7) x_r[0,2)", "I(y_r,x) U(x_r,2)"),
-    ("periodic", {"n": 41}, "i[0,11) i_r[0,4)", "U(i_r,4)"),
-    ("deinterleave", {"n": 20}, "i[0,20) i_r[0,3)", "I(i,i_r)"),
-    ("halves", {"n": 13}, "i[0,13) j[0,6) j_r[0,2)", ""),
-    ("not3", {"n": 31}, "i[0,11) i_r[0,3)", "P(i)"),
+    ("upsample", {"h": 5, "w": 7}, "y[0,5) y_mod[0,2) x[0,7) x_mod[0,2)", "I(y_mod,x) U(x_mod,2)"),
+    ("periodic", {"n": 41}, "i[0,11) i_mod[0,4)", "U(i_mod,4)"),
+    ("deinterleave", {"n": 20}, "i[0,20) i_mod[0,3)", "I(i,i_mod)"),
+    ("halves", {"n": 13}, "i[0,13) j[0,6) j_mod[0,2)", ""),
+    ("not3", {"n": 31}, "i[0,11) i_mod[0,3)", "P(i)"),
     ("diagonal", {"n": 9}, "i[0,9) j[0,9)", "I(i,j)"),
 ]
 
@@ -253,11 +253,11 @@ def test_an_iterator_divided_by_a_constant_splits_its_loop_and_the_function_comp
 def test_the_branches_of_a_remainders_test_are_guards_of_the_remainder_loop(tmp_path):
     k = load_c(c_file(tmp_path, DIVIDED), function="deinterleave", params={"n": 20})
     assert [(c.target.buffer, [str(ix) for ix in c.target.index], [str(g) for g in c.guards])
-            for c in k.program.computations()] == [("r", ["i"], ["-i_r"]), ("g", ["i"], ["i_r - 1", "-i_r + 1"]),
-                                                   ("b", ["i"], ["i_r - 2"])]
+            for c in k.program.computations()] == [("r", ["i"], ["-i_mod"]), ("g", ["i"], ["i_mod - 1", "-i_mod + 1"]),
+                                                   ("b", ["i"], ["i_mod - 2"])]
     k = load_c(c_file(tmp_path, DIVIDED), function="not3", params={"n": 31})
     assert [[str(g) for g in c.guards] for c in k.program.computations()] == [
-        ["-3 * i - i_r + 30", "i_r - 1"], ["-3 * i - i_r + 30", "-i_r"], ["-3 * i - i_r + 30"]]
+        ["-3 * i - i_mod + 30", "i_mod - 1"], ["-3 * i - i_mod + 30", "-i_mod"], ["-3 * i - i_mod + 30"]]
 
 
 @pytest.mark.parametrize("text,reason", [

@@ -168,7 +168,7 @@ class LoopReader:
         loops of the IR (see ``counted``): ``y = d * q + r``, ``r`` in [0, d), so that ``y / d`` is ``q`` and
         ``y % d`` is ``r``, affine (``quotient``); guards keep ``y`` in [a, b)."""
         start, end = h.starts[0].const, h.bounds[0] + h.shift
-        q, r = self.fresh(h.var), self.fresh(f"{h.var}_r")
+        q, r = self.fresh(h.var), self.fresh(f"{h.var}_mod")
         value = Affine.var(q) * d + Affine.var(r)
         top = -(-self.interval(end)[1] // d)
         loops = [(q, Affine.of(start // d), Affine.of(max(start // d, top))), (r, Affine.of(0), Affine.of(d))]
