@@ -189,7 +189,7 @@ BAD = [
     ("for (i = 0; i < 10; i++) A[i][i * i % 10] = 0;", "not affine"),
     ("for (i = 0; i < 10; i++) for (j = 0; j < 10; j++) A[i][j] = A[i * j % 10][j];", "not affine"),
     ("for (i = 0; i < 10; i++) *(x + i) = 1.0;", "pointer"),
-    ("for (i = 0; i < 10; i++) if (x[i] > 0) { A[i][0] = 1.0; B[i][0] = 1.0; }", "one assignment"),
+    ("for (i = 0; i < 10; i++) if (x[i] > 0) { A[i][0] = 1.0; break; }", "scalars and ifs, not 'break"),
     ("for (i = 0; i < 10; i++) if (i != 3 && i < 8) x[i] = 0;", "condition 'i != 3' is not supported"),
     ("for (i = 0; i < 10; i++) while (x[i] > 0) x[i] -= 1.0;", "while loops"),
     ("for (i = 0; i < 10; i++) x[i] = foo(x[i]);", "unknown function 'foo'"),

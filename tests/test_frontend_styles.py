@@ -217,10 +217,20 @@ IFS_ON_DATA = [
      "if (x[i] > 1.0 && !(y[i] >= 0.75)) *s += x[i] * y[i]; }", ["s+="]),
     ("void f(int n, double A[n][n], double *r) { for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) "
      "{ if (A[i][j] < 0.8 || A[j][i] < 0.7) r[i] *= 0.5; else r[i] *= 2.0; } }", ["r*="]),
+    # branches of several statements: the condition once (the branch changes what it reads), then selects
+    ("void f(int n, double *x, double *y, int *over) { for (int i = 0; i < n; i++) { if (x[i] > 1.0) { "
+     "double t = x[i] - 1.0; x[i] = 1.0; y[i] = t; over[0]++; } else y[i] = 0.0; } }",
+     ["if1=", "t=", "x=", "y=", "over+=", "y="]),
+    ("int f(int n, const float *x) { float best = x[0]; int at = 0; for (int i = 1; i < n; i++) "
+     "if (x[i] > best) { best = x[i]; at = i; } return at; }", ["best=", "at=", "if1=", "best=", "at=", "result="]),
+    ("void f(int n, double *a, double *b, double *c, const double *d) { for (int i = 0; i < n; i++) { "
+     "if (a[i] > b[i]) { a[i] += b[i] * d[i]; if (c[i] > 1.0) c[i] += d[i]; else c[i] = d[i] + 1.0; } "
+     "else { b[i] = a[i] + d[i]; c[i] *= 0.5; } } }", ["if1=", "a+=", "if2=", "c+=", "c=", "b=", "c*="]),
 ]
 
 
-@pytest.mark.parametrize("text,expected", IFS_ON_DATA, ids=["clamp", "running max", "and, not", "or, else"])
+@pytest.mark.parametrize("text,expected", IFS_ON_DATA, ids=["clamp", "running max", "and, not", "or, else",
+                                                            "several statements", "argmax", "nested, else"])
 def test_ifs_on_data_are_selects_that_compute_what_the_branches_do(tmp_path, text, expected):
     k = load_c(c_file(tmp_path, text), params={"n": 24})
     assert comps(k) == expected
@@ -228,9 +238,9 @@ def test_ifs_on_data_are_selects_that_compute_what_the_branches_do(tmp_path, tex
 
 
 @pytest.mark.parametrize("body,reason", [
-    ("if (x[i] > 0) { x[i] = 1.0; y[i] = 2.0; }", "each of its branches must be one assignment"),
-    ("if (x[i] > 0) x[i] = 1.0; else y[i] = 2.0;", "both branches must assign the same target"),
-    ("if (x[i] > 0) x[i] = 1.0; else x[i] += 2.0;", "with the same operator"),
+    ("if (x[i] > 0) { x[i] = 1.0; for (int j = 0; j < 2; j++) y[i] += x[i]; }",
+     "its branches may hold assignments, declarations of scalars and ifs, not 'for"),
+    ("if (x[i] > 0) { double t[2]; t[0] = 1.0; y[i] = t[0]; }", "declarations of scalars and ifs, not 'double t[2]"),
     ("if (x[i]) x[i] = 1.0;", "must compare two values"),
 ])
 def test_ifs_on_data_that_are_no_select_are_refused_with_the_reason(tmp_path, body, reason):

@@ -12,6 +12,7 @@ when no value flows between iterations. Anything else is refused with the line a
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from pycparser import c_ast
@@ -127,6 +128,7 @@ class _Translator(LoopReader, IntVariables):
         self.stack: list[list[Node]] = [[]]
         self.n_comps = 0
         self.n_ifs = 0
+        self.n_flattened = 0  # ifs on data read as straight-line selects
         self.size_params: set[str] = set()
         self.unsized: set[str] = set()  # buffers whose first extent the accesses give
         self.inlining: set[str] = set()  # the file's functions being inlined (a call of one again recurses)
@@ -139,8 +141,9 @@ class _Translator(LoopReader, IntVariables):
 
     # ---- names and scopes ---------------------------------------------
     def fresh(self, name: str) -> str:
-        """A new IR name for C name ``name``: itself unless taken or reserved in generated C (``c1``)."""
-        unique = unique_name(name, _Taken(self.taken))
+        """A new IR name for C name ``name``: itself unless taken or reserved in generated C (``c1``; ``lc_x``
+        is ``x``: no suffix frees a name of generated C's prefix)."""
+        unique = unique_name(name.removeprefix("lc_") or "v", _Taken(self.taken))
         self.taken.add(unique)
         return unique
 
@@ -730,7 +733,13 @@ class _Translator(LoopReader, IntVariables):
             for n in changed_names(node):
                 if self.is_var(n):
                     raise NotIndex(n, self.src.error(node, f"int variable {n!r} is changed under an if on data"))
-            self.assignment(self.if_converted(node))
+            try:
+                converted = self.if_converted(node)
+            except CSourceError:  # branches of several statements: each a select on the condition, computed once
+                for item in self.flattened(node):
+                    self.statement(item)
+                return
+            self.assignment(converted)
             return
         cond = node.cond
         compared = isinstance(cond, c_ast.BinaryOp) and cond.op in ("==", "!=")
@@ -786,6 +795,59 @@ class _Translator(LoopReader, IntVariables):
         else:
             rest = c_ast.Constant("int", "1" if then.op in ("*=", "/=") else "0")
         return c_ast.Assignment(then.op, then.lvalue, select_of(node.cond, then.rvalue, rest), node.coord)
+
+    def flattened(self, node: c_ast.If, outer: c_ast.Node | None = None) -> list[c_ast.Node]:
+        """An ``if`` on data whose branches do more than one assignment (inside an ``if`` on ``outer``, if
+        given) as straight-line code: its condition computed once, into an int (a branch may change what it
+        reads), then each assignment and declaration of its branches a select on that int (``t = c ? e : t``,
+        ``s += c ? e : 0``, ``double v = c ? e : 0``), an ``if`` inside them flattened in turn."""
+        self.n_flattened += 1
+        name = f"lc_if{self.n_flattened}"
+        cond = node.cond if outer is None else c_ast.BinaryOp("&&", outer, node.cond, node.coord)
+        zero, one = c_ast.Constant("int", "0"), c_ast.Constant("int", "1")
+        out: list[c_ast.Node] = [c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(name, [], None, c_ast.IdentifierType(
+            ["int"])), select_of(cond, one, zero), None, node.coord)]
+        for stmt, holds in ((node.iftrue, "!="), (node.iffalse, "==")):
+            if stmt is None:
+                continue
+            guard = c_ast.BinaryOp(holds, c_ast.ID(name), zero, node.coord)
+            if outer is not None and holds == "==":  # else: the outer if's condition holds, this one's not
+                guard = c_ast.BinaryOp("&&", outer, guard, node.coord)
+            for item in stmt.block_items or [] if isinstance(stmt, c_ast.Compound) else [stmt]:
+                if isinstance(item, c_ast.UnaryOp) and item.op in STEPS:  # x[i]++: x[i] += 1
+                    item = c_ast.Assignment("+=" if STEPS[item.op] > 0 else "-=", item.expr, one, item.coord)
+                if isinstance(item, c_ast.Assignment) and not isinstance(item.rvalue, c_ast.Assignment):
+                    rest = (zero if self.set_before_read(item, stmt) else item.lvalue) if item.op == "=" \
+                        else one if item.op in ("*=", "/=") else zero
+                    out.append(c_ast.Assignment(item.op, item.lvalue, select_of(guard, item.rvalue, rest), item.coord))
+                elif isinstance(item, c_ast.Decl) and not isinstance(item.type, c_ast.ArrayDecl | c_ast.PtrDecl):
+                    decl = copy.copy(item)
+                    decl.init = None if item.init is None else select_of(guard, item.init, zero)
+                    out.append(decl)
+                elif isinstance(item, c_ast.If):
+                    out += self.flattened(item, guard)
+                elif not isinstance(item, c_ast.EmptyStatement):
+                    raise self.src.error(item, f"condition '{text(node.cond)}' reads data: an if on data is read "
+                                               "as selects, and its branches may hold assignments, declarations of "
+                                               f"scalars and ifs, not '{text(item)}'")
+        return out
+
+    def set_before_read(self, item: c_ast.Assignment, branch: c_ast.Node) -> bool:
+        """Whether ``item`` assigns a scalar temporary that the branch ``branch`` assigns (with ``=``,
+        from other values) before anything reads it, and that nothing outside the branch uses: its value where
+        the branch does not run is never read (``s = c ? e : 0``, not ``: s``, which would read it unset)."""
+        if not isinstance(item.lvalue, c_ast.ID) or self.lookup(item.lvalue)[0] != "temp":
+            return False
+        name = item.lvalue.name
+        inside = {id(n) for n in walk_nodes(branch)}
+        if any(isinstance(n, c_ast.ID) and n.name == name and id(n) not in inside
+               for n in walk_nodes(self.src.function.body)):
+            return False
+        for stmt in branch.block_items or [] if isinstance(branch, c_ast.Compound) else [branch]:
+            if name in free_names(stmt):
+                return isinstance(stmt, c_ast.Assignment) and stmt.op == "=" and isinstance(stmt.lvalue, c_ast.ID) \
+                    and stmt.lvalue.name == name and name not in free_names(stmt.rvalue)
+        return False
 
     def _branch(self, stmt: c_ast.Node, node: c_ast.If) -> c_ast.Assignment:
         """The one assignment a branch of an if on data makes (an ``else if``: converted)."""
