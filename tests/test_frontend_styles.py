@@ -624,3 +624,11 @@ def test_float_literals_compute_in_single_precision_in_any_computation(tmp_path)
     assert Program.from_json(k.program.to_json()) == k.program
     assert_drop_in(k)
     assert_drop_in(k, "V(i,16)")
+
+
+def test_a_name_with_the_prefix_of_generated_c_is_read_under_another(tmp_path):
+    text = ("double f(int n, const double *lc_x) { double lc_s = 0.0; for (int i = 0; i < n; i++) lc_s += lc_x[i]; "
+            "return lc_s; }")
+    k = load_c(c_file(tmp_path, text), params={"n": 30})
+    assert {b.name for b in k.program.buffers} == {"x", "s", "result"}
+    assert_drop_in(k)
