@@ -76,11 +76,37 @@ void s000(void)
     assert check.verified, check.error
 
 
+def test_a_call_of_the_files_void_function_beside_other_calls_is_a_region(tmp_path):
+    """TSVC's s151: ``s151s(a, b, 1); dummy(...);`` in a repetition loop: the call of the file's function with
+    loops is the region, read in place; the function it calls is copied beside the original code."""
+    text = """#include <stdio.h>
+static void step(int n, double *a, const double *b, int m)
+{
+  for (int i = 0; i < n - m; i++)
+    a[i] = a[i + m] + b[i];
+}
+void f(int n, double *a, const double *b)
+{
+  for (int r = 0; r < 3; r++) {
+    step(n, a, b, 1);
+    puts(".");
+  }
+}
+"""
+    k = load_c(c_file(tmp_path, text), function="f", params={"n": 300})
+    assert "the loops at lines 10-10 of k.c" in k.source.picked and k.helpers == ("step",)
+    assert [(c.target.buffer, str(c.rhs.lhs.index[0])) for c in k.program.computations()] == [("a", "i + 1")]
+    emitted = emit_function(k, Schedule.parse("U(i,4)").apply(k.program), schedule="U(i,4)")
+    assert "static void step(int n, double *a, const double *b, int m)" in emitted
+    check = link_check(k, emitted, runs=1)
+    assert check.verified, check.error
+
+
 def test_a_function_of_loops_alone_keeps_its_own_refusal(tmp_path):
     text = "void f(int n, double *x) { for (int i = 0; i < n; i++) x[i] = 0; for (int i = 0; i < 8; i++) x[i] = 1; }"
     with pytest.raises(CSourceError, match="size parameter 'n' has no value"):
         load_c(c_file(tmp_path, text))
-    with pytest.raises(CSourceError, match="function calls as statements are not supported"):  # no loop is readable
+    with pytest.raises(CSourceError, match="sink returns a value: a call as a statement is read"):  # none readable
         load_c(c_file(tmp_path, "static int sink(void) { return 0; }\nvoid f(double *x) { for (int i = 0; i < 8; "
                                  "i++) { x[i] = 0; sink(); } }"))
 

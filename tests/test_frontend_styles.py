@@ -281,6 +281,64 @@ def test_functions_that_cannot_be_inlined_are_refused_with_the_reason(tmp_path, 
                              "x[i] = g(x[i]); }", reason, function="f")
 
 
+VOID_HELPERS = """static void axpy(int n, double a, const double *x, double *y) {
+  for (int i = 0; i < n; i++)
+    y[i] += a * x[i];
+}
+static void scale_rows(int n, double M[n][n], const double *s) {
+  for (int i = 0; i < n; i++) {
+    double f = s[i] * 0.5;
+    for (int j = 0; j < n; j++)
+      M[i][j] *= f;
+  }
+  return;
+}
+static void both(int n, double M[n][n], double N[n][n], const double *s) {
+  scale_rows(n, M, s);
+  for (int i = 0; i < n; i++)
+    axpy(n, s[i], M[i], N[i]);
+}
+void gemv_cols(int n, int m, const double *A, const double *v, double *y) {
+  for (int j = 0; j < m; j++)
+    axpy(n, v[j], &A[j * n], y);
+}
+void twice(int n, double A[n][n], double B[n][n], const double *s) {
+  both(n, A, B, s);
+  scale_rows(n, B, s);
+}
+"""
+
+
+@pytest.mark.parametrize("function,sizes,expected,helpers,schedule", [
+    ("gemv_cols", {"n": 40, "m": 12}, ["y+="], ("axpy",), "I(j,i) U(j,4)"),
+    ("twice", {"n": 24}, ["A*=", "B+=", "B*="], ("both", "scale_rows", "axpy"), "P(i)"),
+])
+def test_calls_of_the_files_void_functions_are_read_in_place(tmp_path, function, sizes, expected, helpers,
+                                                             schedule):
+    """Each parameter is its argument as C passes it: a pointer points where the argument does (``&A[j * n]``,
+    a row ``M[i]``), an array names the argument's array, a scalar is a local given its value."""
+    k = load_c(c_file(tmp_path, VOID_HELPERS), function=function, params=sizes)
+    assert comps(k) == expected and k.helpers == helpers
+    assert_drop_in(k)
+    assert_drop_in(k, schedule)
+
+
+@pytest.mark.parametrize("helper,call,reason", [
+    ("static double g(int n, double *x) { for (int i = 0; i < n; i++) x[i] = 0.0; return 1.0; }",
+     "g(n, x);", "g returns a value: a call as a statement is read for void functions"),
+    ("static void g(int n, double *x) { for (int i = 0; i < n; i++) x[i] = 0.0; if (n > 2) g(n - 1, x); }",
+     "g(n, x);", "g calls itself"),
+    ("static void g(int n, double *x) { for (int i = 0; i < n; i++) x[i] = 0.0; }", "g(n);",
+     "g takes 2 arguments, not 1"),
+    ("static void g(int n, double M[4][4]) { for (int i = 0; i < 4; i++) M[i][i] = 0.0; }", "g(n, x);",
+     "argument 'x' of array parameter 'M' is not an array of its shape"),
+    ("static void g(int n, double *x) { for (int i = 0; i < n; i++) { x[i] = 0.0; return; } }", "g(n, x);",
+     "return inside the region is not supported"),
+])
+def test_calls_of_void_functions_that_cannot_be_read_are_refused_with_the_reason(tmp_path, helper, call, reason):
+    assert_refused(tmp_path, f"{helper}\nvoid f(int n, double *x) {{ {call} }}", reason, function="f")
+
+
 STEPS = """#define MIN(a,b) ((a) < (b) ? (a) : (b))
 #define MAX(a,b) ((a) > (b) ? (a) : (b))
 #define B 8

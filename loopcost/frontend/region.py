@@ -19,17 +19,28 @@ _KINDS = (c_ast.For, c_ast.If, c_ast.Assignment, c_ast.Compound, c_ast.Pragma, c
 
 
 def candidates(src: CSource) -> list[CSource]:
-    """Each maximal run of statements of ``_KINDS`` with a ``for`` loop, in every block of the function
-    (outermost blocks first), as a region."""
+    """Each maximal run of statements of ``_KINDS`` and calls of the file's void functions, with a ``for`` loop
+    (in a called function too), in every block of the function (outermost blocks first), as a region."""
+    functions = {f.decl.name: f for f in src.ast.ext if isinstance(f, c_ast.FuncDef)
+                 and getattr(f.decl.type.type.type, "names", None) == ["void"]}
+
+    def called(item: c_ast.Node | None) -> c_ast.FuncDef | None:
+        return functions.get(item.name.name) if isinstance(item, c_ast.FuncCall) \
+            and isinstance(item.name, c_ast.ID) else None
+
+    def loops(item: c_ast.Node, seen: frozenset[str] = frozenset()) -> bool:
+        return any(isinstance(n, c_ast.For) or (f := called(n)) is not None and f.decl.name not in seen
+                   and loops(f.body, seen | {f.decl.name}) for n in walk_nodes(item))
+
     out = []
     for block in (n for n in walk_nodes(src.function.body) if isinstance(n, c_ast.Compound)):
         items = block.block_items or []
         start = None
         for k, item in enumerate([*items, None]):
-            if isinstance(item, _KINDS):
+            if isinstance(item, _KINDS) or called(item) is not None:
                 start = k if start is None else start
                 continue
-            if start is not None and any(isinstance(n, c_ast.For) for i in items[start:k] for n in walk_nodes(i)):
+            if start is not None and any(loops(i) for i in items[start:k]):
                 out.append(replace(src, block=block, start=start, stop=k, found=True))
             start = None
     return out

@@ -129,6 +129,7 @@ class _Translator(LoopReader, IntVariables):
         self.n_comps = 0
         self.n_ifs = 0
         self.n_flattened = 0  # ifs on data read as straight-line selects
+        self.n_inlined = 0  # calls of the file's void functions read in place
         self.size_params: set[str] = set()
         self.unsized: set[str] = set()  # buffers whose first extent the accesses give
         self.inlining: set[str] = set()  # the file's functions being inlined (a call of one again recurses)
@@ -466,10 +467,67 @@ class _Translator(LoopReader, IntVariables):
         except ProgramError as e:
             raise self.src.error(node, str(e)) from None
 
+    def file_function(self, node: c_ast.FuncCall) -> c_ast.FuncDef | None:
+        """The function of the file ``node`` calls, if it is one (a definition, not a prototype)."""
+        name = node.name.name if isinstance(node.name, c_ast.ID) else None
+        return next((f for f in self.src.ast.ext if isinstance(f, c_ast.FuncDef) and f.decl.name == name), None)
+
+    def inline_call(self, node: c_ast.FuncCall, f: c_ast.FuncDef) -> None:
+        """A call, as a statement, of a ``void`` function of the file (``axpy(n, a[j], &X[j * n], y);``): its
+        body read in a block of its own where each parameter, under a name of its own, is its argument as C
+        passes it: an array parameter names the argument's array, a pointer points where the argument does
+        (``&X[j * n]``), a scalar is a local given the argument's value."""
+        name = f.decl.name
+        t = f.decl.type.type
+        if not (isinstance(t, c_ast.TypeDecl) and getattr(t.type, "names", None) == ["void"]):
+            raise self.src.error(node, f"{name} returns a value: a call as a statement is read for void functions "
+                                       "of the file (use its value, or make it void)")
+        if name in self.inlining:
+            raise self.src.error(node, f"{name} calls itself: recursion is not supported")
+        params = [p for p in (f.decl.type.args.params if f.decl.type.args else []) if isinstance(p, c_ast.Decl)]
+        args = node.args.exprs if node.args else []
+        if len(args) != len(params):
+            raise self.src.error(node, f"{name} takes {len(params)} arguments, not {len(args)}")
+        self.n_inlined += 1
+        renamed = {p.name: f"{p.name}__{self.n_inlined}" for p in params}  # no capture of the caller's names
+        body = substituted(f.body, {old: c_ast.ID(new, node.coord) for old, new in renamed.items()})
+        items = list(body.block_items or [])
+        if items and isinstance(items[-1], c_ast.Return) and items[-1].expr is None:
+            items.pop()
+        self.inlining.add(name)
+        if name not in self.helpers:  # the original code, which the emitted function keeps, calls it
+            self.helpers.append(name)
+        self.scopes.append({})
+        try:
+            for p, arg in zip(params, args, strict=True):
+                decl = copy.deepcopy(p)
+                decl.name, decl.init, decl.storage = renamed[p.name], arg, []
+                inner = decl.type
+                while not isinstance(inner, c_ast.TypeDecl):
+                    inner = inner.type
+                inner.declname = decl.name
+                if isinstance(decl.type, c_ast.ArrayDecl) and base_type(self.src, decl)[1][0] is not UNSIZED:
+                    self.bind(decl.name, self.array_argument(decl, arg))
+                else:
+                    self.declaration(decl)
+            self.statements(items)
+        finally:
+            self.scopes.pop()
+            self.inlining.discard(name)
+
+    def array_argument(self, decl: c_ast.Decl, arg: c_ast.Node) -> tuple:
+        """What an array parameter with sizes (``double A[n][m]``) names: the array its argument names, of the
+        same shape."""
+        kind, what = self.lookup(arg) if isinstance(arg, c_ast.ID) else (None, None)
+        if kind != "array" or self.buffers[what].shape != self.shape(decl, base_type(self.src, decl)[1]):
+            raise self.src.error(arg, f"argument '{text(arg)}' of array parameter {decl.name.split('__')[0]!r} is "
+                                      "not an array of its shape")
+        return kind, what
+
     def inlined(self, node: c_ast.FuncCall, name: str) -> c_ast.Node | None:
         """A call of a function of the file whose body is ``return EXPR;`` and whose parameters are scalars:
         ``EXPR`` with each parameter replaced by its argument (None for any other function)."""
-        f = next((f for f in self.src.ast.ext if isinstance(f, c_ast.FuncDef) and f.decl.name == name), None)
+        f = self.file_function(node)
         if f is None:
             return None
         items = f.body.block_items or []
@@ -582,6 +640,8 @@ class _Translator(LoopReader, IntVariables):
                 and len(node.args.exprs) == 1 and isinstance(node.args.exprs[0], c_ast.ID) \
                 and self.malloced(node.args.exprs[0]):
             pass  # a malloc'd temporary's end
+        elif isinstance(node, c_ast.FuncCall) and self.file_function(node) is not None:
+            self.inline_call(node, self.file_function(node))
         elif type(node) in _UNSUPPORTED:
             raise self.src.error(node, f"{_UNSUPPORTED[type(node)]} are not supported in the region (only for "
                                        "loops with affine bounds, affine ifs and assignments)")
