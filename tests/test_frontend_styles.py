@@ -690,3 +690,49 @@ def test_a_name_with_the_prefix_of_generated_c_is_read_under_another(tmp_path):
     k = load_c(c_file(tmp_path, text), params={"n": 30})
     assert {b.name for b in k.program.buffers} == {"x", "s", "result"}
     assert_drop_in(k)
+
+
+BLOCK_WRITES = """#include <string.h>
+#include <stdint.h>
+void mm(int n, double *C, const double *A, const double *B) {
+  memset(C, 0, n * n * sizeof(double));
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < n; k++)
+      for (int j = 0; j < n; j++)
+        C[i * n + j] += A[i * n + k] * B[k * n + j];
+}
+void smooth(int n, double *x, double *tmp) {
+  memcpy(tmp, x, n * sizeof(double));
+  for (int i = 1; i < n - 1; i++)
+    x[i] = (tmp[i - 1] + tmp[i] + tmp[i + 1]) / 3.0;
+}
+void rows(int n, int m, float A[n][m], uint8_t *p) {
+  for (int i = 0; i < n; i += 2)
+    memset(A[i], 0, sizeof(float) * m);
+  memset(p + 4, 7, (n - 4) * sizeof(uint8_t));
+}
+"""
+
+
+@pytest.mark.parametrize("function,expected,written", [
+    ("mm", ["C=", "C+="], {"C": "output"}),
+    ("smooth", ["tmp=", "x="], {"x": "output", "tmp": "output"}),
+    ("rows", ["A=", "p="], {"A": "output", "p": "output"}),
+])
+def test_memset_and_memcpy_of_whole_elements_are_the_loops_that_do_them(tmp_path, function, expected, written):
+    k = load_c(c_file(tmp_path, BLOCK_WRITES), function=function, params={"n": 20, "m": 12} if function == "rows"
+               else {"n": 20})
+    assert comps(k) == expected
+    assert {b.name: b.role for b in k.program.buffers if b.name in written} == written
+    assert_drop_in(k)
+    assert_drop_in(k, "P(i)" if function != "rows" else "")
+
+
+@pytest.mark.parametrize("call,reason", [
+    ("memset(x, 0, n * sizeof(float));", "read as a count of its elements times sizeof(T)"),
+    ("memset(x, 1, n * sizeof(double));", "memset of elements of more than a byte is read with 0 only"),
+    ("memcpy(x, y, n * sizeof(double));", "memcpy between arrays of different types"),
+])
+def test_block_writes_that_are_not_whole_elements_are_refused_with_the_reason(tmp_path, call, reason):
+    assert_refused(tmp_path, "#include <string.h>\nvoid f(int n, double *x, float *y) { for (int r = 0; r < 2; r++) "
+                             f"{{ y[r] = 1.0f; {call} }} }}", reason)

@@ -114,7 +114,7 @@ def emit_original(k: CKernel, why: str) -> str:
             + c_generator.CGenerator().visit(src.function) + "\n")
 
 
-_INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+_INCLUDES = "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
 
 
 def _preamble(k: CKernel) -> str:

@@ -19,7 +19,7 @@ from pycparser import c_ast
 
 from ..errors import CSourceError, NotAffineError, ProgramError
 from ..ir.affine import Affine
-from ..ir.dtypes import INT_DTYPES
+from ..ir.dtypes import DTYPE_BYTES, DTYPES, INT_DTYPES
 from ..ir.expr import BinOp, Call, Const, Expr, IterValue, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
@@ -467,6 +467,70 @@ class _Translator(LoopReader, IntVariables):
         except ProgramError as e:
             raise self.src.error(node, str(e)) from None
 
+    def block_write(self, node: c_ast.FuncCall) -> None:
+        """``memset(p, 0, n * sizeof(T))`` and ``memcpy(d, s, n * sizeof(T))`` of whole elements, ``p``, ``d``
+        and ``s`` pointing into arrays (``x``, ``x + e``, ``&x[e]``, a row ``A[i]``): the loop that does it."""
+        fn = text(node.name)
+        dst, second, size = node.args.exprs
+        self.n_inlined += 1
+        k = f"lc_{fn}{self.n_inlined}"
+        pointers = {"d": dst} if fn == "memset" else {"d": dst, "s": second}
+        self.scopes.append({})
+        try:
+            for role, arg in pointers.items():
+                decl = c_ast.Decl(f"{k}{role}", [], [], [], [], c_ast.PtrDecl([], c_ast.TypeDecl(
+                    f"{k}{role}", [], None, c_ast.IdentifierType(["char"]))), arg, None, node.coord)
+                try:
+                    self.bind(decl.name, ("view", self.pointer_view(decl)))
+                except CSourceError:
+                    raise self.src.error(arg, f"{fn} of '{text(arg)}': loopcost reads {fn} into an array (x, x + e, "
+                                              "&x[e], a row A[i])") from None
+            dtype = self.buffers[self.current_view(f"{k}d")].dtype
+            if fn == "memcpy" and self.buffers[self.current_view(f"{k}s")].dtype != dtype:
+                raise self.src.error(node, "memcpy between arrays of different types is not read")
+            count = self.element_count(size, dtype, fn)
+            if fn == "memset":
+                byte = self.affine(second)
+                if byte.terms or (byte.const != 0 and dtype not in ("int8", "uint8")):
+                    raise self.src.error(second, "memset of elements of more than a byte is read with 0 only")
+                value: c_ast.Node = c_ast.Constant("int", str(byte.const))
+            else:
+                value = c_ast.ArrayRef(c_ast.ID(f"{k}s"), c_ast.ID(k))
+            it = c_ast.ID(k)
+            self.for_loop(c_ast.For(
+                c_ast.DeclList([c_ast.Decl(k, [], [], [], [], c_ast.TypeDecl(k, [], None, c_ast.IdentifierType(
+                    ["int"])), c_ast.Constant("int", "0"), None)]),
+                c_ast.BinaryOp("<", it, count), c_ast.UnaryOp("p++", it),
+                c_ast.Assignment("=", c_ast.ArrayRef(c_ast.ID(f"{k}d"), it), value, node.coord), node.coord))
+        finally:
+            self.scopes.pop()
+
+    def current_view(self, name: str) -> str:
+        return self.scopes[-1][name][1][0]
+
+    def element_count(self, size: c_ast.Node, dtype: str, fn: str) -> c_ast.Node:
+        """The number of elements of ``dtype`` in the byte count ``size`` (``n * sizeof(double)``), as C."""
+        factors, todo = [], [size]
+        while todo:
+            f = todo.pop()
+            if isinstance(f, c_ast.BinaryOp) and f.op == "*":
+                todo += [f.right, f.left]
+            else:
+                factors.append(f)
+        sizes = [f for f in factors if isinstance(f, c_ast.UnaryOp) and f.op == "sizeof"]
+        t = sizes[0].expr if len(sizes) == 1 else None
+        named = element_type(self.src, t, t.type.type.names, "sizeof") \
+            if isinstance(t, c_ast.Typename) and isinstance(t.type, c_ast.TypeDecl) \
+            and isinstance(t.type.type, c_ast.IdentifierType) else None
+        if named is None or DTYPE_BYTES[named] != DTYPE_BYTES[dtype]:
+            raise self.src.error(size, f"the size '{text(size)}' of a {fn} is read as a count of its elements times "
+                                       f"sizeof(T), T of the size of its elements ({DTYPES[dtype]})")
+        rest = [f for f in factors if f is not sizes[0]]
+        count = rest[0] if rest else c_ast.Constant("int", "1")
+        for f in rest[1:]:
+            count = c_ast.BinaryOp("*", count, f)
+        return count
+
     def file_function(self, node: c_ast.FuncCall) -> c_ast.FuncDef | None:
         """The function of the file ``node`` calls, if it is one (a definition, not a prototype)."""
         name = node.name.name if isinstance(node.name, c_ast.ID) else None
@@ -640,6 +704,9 @@ class _Translator(LoopReader, IntVariables):
                 and len(node.args.exprs) == 1 and isinstance(node.args.exprs[0], c_ast.ID) \
                 and self.malloced(node.args.exprs[0]):
             pass  # a malloc'd temporary's end
+        elif isinstance(node, c_ast.FuncCall) and text(node.name) in ("memset", "memcpy") and node.args is not None \
+                and len(node.args.exprs) == 3:
+            self.block_write(node)
         elif isinstance(node, c_ast.FuncCall) and self.file_function(node) is not None:
             self.inline_call(node, self.file_function(node))
         elif type(node) in _UNSUPPORTED:
