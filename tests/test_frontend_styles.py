@@ -736,3 +736,48 @@ def test_memset_and_memcpy_of_whole_elements_are_the_loops_that_do_them(tmp_path
 def test_block_writes_that_are_not_whole_elements_are_refused_with_the_reason(tmp_path, call, reason):
     assert_refused(tmp_path, "#include <string.h>\nvoid f(int n, double *x, float *y) { for (int r = 0; r < 2; r++) "
                              f"{{ y[r] = 1.0f; {call} }} }}", reason)
+
+
+SKIPS = """void skip_neg(int n, const double *x, double *y, double *s) {
+  for (int i = 0; i < n; i++) {
+    if (x[i] < y[i])
+      continue;
+    double v = x[i] - y[i];
+    y[i] = v * v;
+    s[0] += v;
+  }
+}
+void skip_diag(int n, double *A, const double *x) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      if (i == j) continue;
+      A[i * n + j] += x[i] * x[j];
+    }
+}
+void two(int n, double *A) {
+  for (int i = 0; i < n; i++) {
+    if (i < 2) { continue; }
+    A[i] = A[i - 1] + 1.0;
+    if (A[i] > 3.0) continue;
+    A[i] *= 0.5;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("function,expected", [
+    ("skip_neg", ["if1=", "v=", "y=", "s+="]),
+    ("skip_diag", ["A+=", "A+="]),  # j < i and j > i
+    ("two", ["A=", "if1=", "A*="]),
+])
+def test_a_continue_under_an_if_skips_the_rest_of_the_loops_body(tmp_path, function, expected):
+    """``if (C) continue; REST`` is ``if (C) {} else { REST }``: on data, selects; on the counters, guards."""
+    k = load_c(c_file(tmp_path, SKIPS), function=function, params={"n": 30})
+    assert comps(k) == expected
+    assert_drop_in(k)
+    assert_drop_in(k, "U(i,2)")
+
+
+def test_a_continue_elsewhere_stays_refused(tmp_path):
+    assert_refused(tmp_path, "void f(int n, double *x) { for (int i = 0; i < n; i++) { if (i > 2) { x[i] = 1.0; "
+                             "continue; } x[i] = 2.0; } }", "continue are not supported")

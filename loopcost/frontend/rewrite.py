@@ -105,3 +105,24 @@ def whiles_as_fors(body: c_ast.Node) -> None:
                 items[k - 1] = c_ast.EmptyStatement(before.coord)
             init = c_ast.Assignment("=", c_ast.ID(name, loop.coord), start, loop.coord)
             items[k] = c_ast.For(init, loop.cond, stmts[-1], c_ast.Compound(stmts[:-1], loop.stmt.coord), loop.coord)
+
+
+def continues_as_elses(body: c_ast.Node) -> None:
+    """Rewrite, in place, each ``if (C) continue;`` among the statements of a loop's body as ``if (C) {} else {
+    REST }``, REST the statements after it (their places left as empty statements: every block keeps its number
+    of statements)."""
+    for loop in [n for n in walk_nodes(body) if isinstance(n, c_ast.For | c_ast.While | c_ast.DoWhile)]:
+        if isinstance(loop.stmt, c_ast.Compound):
+            loop.stmt.block_items = _skipped(loop.stmt.block_items or [])
+
+
+def _skipped(items: list[c_ast.Node]) -> list[c_ast.Node]:
+    for k, item in enumerate(items):
+        then = item.iftrue if isinstance(item, c_ast.If) and item.iffalse is None else None
+        while isinstance(then, c_ast.Compound) and len(then.block_items or []) == 1:
+            then = then.block_items[0]
+        if isinstance(then, c_ast.Continue):
+            rest = _skipped(items[k + 1:])
+            return [*items[:k], c_ast.If(item.cond, c_ast.Compound([], item.coord), c_ast.Compound(rest, item.coord),
+                                         item.coord), *(c_ast.EmptyStatement(item.coord) for _ in rest)]
+    return items

@@ -41,7 +41,7 @@ from .extents import PROVISIONAL, sized_by_accesses
 from .intvars import STEPS, IntVariables, NotIndex, index_candidates, region_entry, used_outside
 from .loops import LoopReader
 from .parse import CSource, walk_nodes
-from .rewrite import allocation, free_names, select_of, substituted, whiles_as_fors
+from .rewrite import allocation, continues_as_elses, free_names, select_of, substituted, whiles_as_fors
 from .sizes import FileSizes, changed_names, file_sizes
 
 _UNSUPPORTED = {
@@ -1104,6 +1104,7 @@ def translate(src: CSource, params: dict[str, int] | None = None) -> CKernel:
     found = file_sizes(src, src.int_params)
     taken = {n: v for n, v in found.values.items() if n not in given}
     whiles_as_fors(src.function.body)
+    continues_as_elses(src.function.body)
     why: dict[str, Exception] = {}  # the int variables read as data, and why each is not followed
     while True:  # an int variable loopcost cannot follow as an affine value is read again as data
         try:
