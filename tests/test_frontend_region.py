@@ -102,6 +102,31 @@ void f(int n, double *a, const double *b)
     assert check.verified, check.error
 
 
+def test_an_int_the_loops_compute_and_the_function_uses_after_them_is_passed_by_address(tmp_path):
+    """TSVC's s331 and s3110: an argmin's index, declared before the loops, returned after them."""
+    text = """#include <stdio.h>
+int argmin(int n, const double *x, double *out)
+{
+  int at;
+  double best;
+  puts("start");
+  best = x[0];
+  at = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] < best) { best = x[i]; at = i; }
+  out[0] = best;
+  puts("done");
+  return at + 1;
+}
+"""
+    k = load_c(c_file(tmp_path, text), params={"n": 500})
+    assert {b.name: (b.dtype, b.role) for b in k.program.buffers if b.shape == (1,) and b.role != "temp"} == {
+        "at": ("int32", "output"), "best": ("float64", "output"), "out": ("float64", "output")}
+    assert k.arguments["at"] == "&at"
+    check = link_check(k, emit_function(k, Schedule.parse("").apply(k.program)), runs=1)
+    assert check.verified, check.error
+
+
 def test_a_function_of_loops_alone_keeps_its_own_refusal(tmp_path):
     text = "void f(int n, double *x) { for (int i = 0; i < n; i++) x[i] = 0; for (int i = 0; i < 8; i++) x[i] = 1; }"
     with pytest.raises(CSourceError, match="size parameter 'n' has no value"):

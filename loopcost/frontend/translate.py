@@ -225,11 +225,13 @@ class _Translator(LoopReader, IntVariables):
                 self.unsized.add(name)
         elif dtype == INDEX and not is_param and decl.name in self.index_ints:
             self.declare_var_outside(decl)
-        elif dtype == INDEX:
+        elif dtype == INDEX and (is_param or decl.name not in self.data_ints):
             self.bind(decl.name, ("size", decl.name) if is_param else ("int", None))
             if is_param:
                 self.size_params.add(decl.name)
-        else:
+        else:  # a floating-point scalar, or an int the region computes (an argmax's index): by address
+            if dtype == INDEX:
+                dtype = element_type(self.src, decl, decl.type.type.names, repr(decl.name))
             name = self.fresh(decl.name)
             self.buffers[name] = Buffer(name, (1,), dtype, "input")
             self.arguments[name] = f"&{decl.name}"
@@ -240,9 +242,8 @@ class _Translator(LoopReader, IntVariables):
         have changed it; refused if the region changes it and the function uses it elsewhere (loopcost does
         not write its value back)."""
         if decl.name in changed_names(c_ast.Compound(self.src.statements)) and used_outside(self.src, decl.name):
-            raise self.src.error(decl, f"int {decl.name!r} is changed by the loops and used outside them: loopcost "
-                                       "does not give it its value after them (declare it in the loops, or "
-                                       "compute it there)")
+            raise NotIndex(decl.name, self.src.error(decl, f"int {decl.name!r} is changed by the loops and used "
+                                                           "outside them"))  # data, passed by address
         if region_entry(self.src, decl.name) is None:
             self.declare_var(decl)
         else:
