@@ -132,7 +132,7 @@ NOT_AFFINE = [
      "'idx' is read where its value is not an affine expression of the loop iterators"),
     # a count of elements that pass a test: data, and no index
     ("void f(int n, const double *x, double *y) { int c = 0; for (int i = 0; i < n; i++) { "
-     "if (x[i] > 0.0) c = c + 1; y[c] = x[i]; } }", "'c'"),
+     "if (x[i] > 0.0) c = c + 1; y[c] = x[i]; } }", "int variable 'c' is changed under an if on data"),
     # changed under an affine if: not known after it
     ("void f(int n, double *y) { int k = 0; for (int i = 0; i < n; i++) { if (i > 2) k++; y[k] = 1.0; } }",
      "'k' is changed where its value is not an affine expression"),

@@ -59,6 +59,12 @@ INDEX = "index"
 UNSIZED = c_ast.Constant("int", "UNSIZED")
 
 
+def returns_void(f: c_ast.FuncDef) -> bool:
+    """Whether function ``f`` returns nothing (``void f(...)``)."""
+    t = f.decl.type.type
+    return isinstance(t, c_ast.TypeDecl) and getattr(t.type, "names", None) == ["void"]
+
+
 def record_pointer(decl: c_ast.Decl) -> bool:
     """Whether ``decl`` is a pointer to a struct or union (``struct args_t *a``)."""
     t = decl.type

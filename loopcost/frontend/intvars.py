@@ -280,9 +280,9 @@ class IntVariables:
 
     def forget(self, node: c_ast.Node) -> None:
         """Each int variable ``node`` changes is not known after it (a branch may or may not have run)."""
-        for n in _changes(list(walk_nodes(node))):
-            if self.is_var(n.name):
-                self.set_var(n.name, None)
+        for n in changed_names(node):
+            if self.is_var(n):
+                self.set_var(n, None)
 
     def declare_var(self, decl: c_ast.Decl) -> None:
         """``int k = e;`` of an int variable: ``k`` is ``e``'s value (not known without an initializer)."""

@@ -31,6 +31,11 @@ class Header:
     bounds: list[Affine]
     shift: int
 
+    def span(self) -> Affine:
+        """How far the iterator goes from its (first) start to its (first) bound, in its direction."""
+        return self.bounds[0] + self.shift - self.starts[0] if self.step > 0 else \
+            self.starts[0] - self.bounds[0] + self.shift
+
 
 class LoopReader:
     """The loop-reading part of the translator (``translate._Translator``), which gives it ``src``, ``affine``,
@@ -86,7 +91,7 @@ class LoopReader:
         never negative (None elsewhere: a min or max of bounds, a step other than 1 over a span that varies)."""
         if len(h.starts) > 1 or len(h.bounds) > 1:
             return None
-        span = h.bounds[0] + h.shift - h.starts[0] if h.step > 0 else h.starts[0] - h.bounds[0] + h.shift
+        span = h.span()
         if abs(h.step) != 1:
             if span.terms:
                 return None
@@ -137,7 +142,7 @@ class LoopReader:
         elif s == 1:
             lower, upper, value = Affine.of(0), start - h.bounds[0] + h.shift, start - it
         else:  # the loop counts the steps: as many as fit in the span (each guarded if the span is not constant)
-            span = h.bounds[0] + h.shift - start if h.step > 0 else start - h.bounds[0] + h.shift
+            span = h.span()
             lower, value = Affine.of(0), start + it * s if h.step > 0 else start - it * s
             upper = Affine.of(max(0, -(-max(self.interval(span)[1], 0) // s)))
             if span.terms:

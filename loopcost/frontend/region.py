@@ -11,6 +11,7 @@ from pycparser import c_ast
 
 from ..errors import CSourceError
 from ..ir.polyhedral import domain_str, points
+from .declared import returns_void
 from .parse import CSource, walk_nodes
 from .translate import CKernel
 
@@ -21,8 +22,7 @@ _KINDS = (c_ast.For, c_ast.If, c_ast.Assignment, c_ast.Compound, c_ast.Pragma, c
 def candidates(src: CSource) -> list[CSource]:
     """Each maximal run of statements of ``_KINDS`` and calls of the file's void functions, with a ``for`` loop
     (in a called function too), in every block of the function (outermost blocks first), as a region."""
-    functions = {f.decl.name: f for f in src.ast.ext if isinstance(f, c_ast.FuncDef)
-                 and getattr(f.decl.type.type.type, "names", None) == ["void"]}
+    functions = {f.decl.name: f for f in src.ast.ext if isinstance(f, c_ast.FuncDef) and returns_void(f)}
 
     def called(item: c_ast.Node | None) -> c_ast.FuncDef | None:
         return functions.get(item.name.name) if isinstance(item, c_ast.FuncCall) \

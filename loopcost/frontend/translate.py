@@ -35,6 +35,7 @@ from .declared import (
     int_literal,
     record_pointer,
     return_type,
+    returns_void,
     text,
 )
 from .extents import PROVISIONAL, sized_by_accesses
@@ -129,7 +130,7 @@ class _Translator(LoopReader, IntVariables):
         self.n_comps = 0
         self.n_ifs = 0
         self.n_flattened = 0  # ifs on data read as straight-line selects
-        self.n_inlined = 0  # calls of the file's void functions read in place
+        self.n_inlined = 0  # calls read in place (the file's void functions, memset, memcpy)
         self.size_params: set[str] = set()
         self.unsized: set[str] = set()  # buffers whose first extent the accesses give
         self.inlining: set[str] = set()  # the file's functions being inlined (a call of one again recurses)
@@ -478,16 +479,17 @@ class _Translator(LoopReader, IntVariables):
         pointers = {"d": dst} if fn == "memset" else {"d": dst, "s": second}
         self.scopes.append({})
         try:
+            dtypes = []
             for role, arg in pointers.items():
-                decl = c_ast.Decl(f"{k}{role}", [], [], [], [], c_ast.PtrDecl([], c_ast.TypeDecl(
-                    f"{k}{role}", [], None, c_ast.IdentifierType(["char"]))), arg, None, node.coord)
                 try:
-                    self.bind(decl.name, ("view", self.pointer_view(decl)))
+                    view = self.pointer_view(f"{k}{role}", arg, arg)
                 except CSourceError:
                     raise self.src.error(arg, f"{fn} of '{text(arg)}': loopcost reads {fn} into an array (x, x + e, "
                                               "&x[e], a row A[i])") from None
-            dtype = self.buffers[self.current_view(f"{k}d")].dtype
-            if fn == "memcpy" and self.buffers[self.current_view(f"{k}s")].dtype != dtype:
+                self.bind(f"{k}{role}", ("view", view))
+                dtypes.append(self.buffers[view[0]].dtype)
+            dtype = dtypes[0]
+            if dtypes[-1] != dtype:
                 raise self.src.error(node, "memcpy between arrays of different types is not read")
             count = self.element_count(size, dtype, fn)
             if fn == "memset":
@@ -505,9 +507,6 @@ class _Translator(LoopReader, IntVariables):
                 c_ast.Assignment("=", c_ast.ArrayRef(c_ast.ID(f"{k}d"), it), value, node.coord), node.coord))
         finally:
             self.scopes.pop()
-
-    def current_view(self, name: str) -> str:
-        return self.scopes[-1][name][1][0]
 
     def element_count(self, size: c_ast.Node, dtype: str, fn: str) -> c_ast.Node:
         """The number of elements of ``dtype`` in the byte count ``size`` (``n * sizeof(double)``), as C."""
@@ -543,8 +542,7 @@ class _Translator(LoopReader, IntVariables):
         passes it: an array parameter names the argument's array, a pointer points where the argument does
         (``&X[j * n]``), a scalar is a local given the argument's value."""
         name = f.decl.name
-        t = f.decl.type.type
-        if not (isinstance(t, c_ast.TypeDecl) and getattr(t.type, "names", None) == ["void"]):
+        if not returns_void(f):
             raise self.src.error(node, f"{name} returns a value: a call as a statement is read for void functions "
                                        "of the file (use its value, or make it void)")
         if name in self.inlining:
@@ -572,7 +570,7 @@ class _Translator(LoopReader, IntVariables):
                     inner = inner.type
                 inner.declname = decl.name
                 if isinstance(decl.type, c_ast.ArrayDecl) and base_type(self.src, decl)[1][0] is not UNSIZED:
-                    self.bind(decl.name, self.array_argument(decl, arg))
+                    self.bind(decl.name, self.array_argument(decl, arg, p.name))
                 else:
                     self.declaration(decl)
             self.statements(items)
@@ -580,12 +578,12 @@ class _Translator(LoopReader, IntVariables):
             self.scopes.pop()
             self.inlining.discard(name)
 
-    def array_argument(self, decl: c_ast.Decl, arg: c_ast.Node) -> tuple:
-        """What an array parameter with sizes (``double A[n][m]``) names: the array its argument names, of the
-        same shape."""
+    def array_argument(self, decl: c_ast.Decl, arg: c_ast.Node, param: str) -> tuple:
+        """What array parameter ``param`` with sizes (``double A[n][m]``, declared by ``decl``) names: the array
+        its argument names, of the same shape."""
         kind, what = self.lookup(arg) if isinstance(arg, c_ast.ID) else (None, None)
         if kind != "array" or self.buffers[what].shape != self.shape(decl, base_type(self.src, decl)[1]):
-            raise self.src.error(arg, f"argument '{text(arg)}' of array parameter {decl.name.split('__')[0]!r} is "
+            raise self.src.error(arg, f"argument '{text(arg)}' of array parameter {param!r} is "
                                       "not an array of its shape")
         return kind, what
 
@@ -698,9 +696,8 @@ class _Translator(LoopReader, IntVariables):
         elif isinstance(node, c_ast.UnaryOp) and node.op in STEPS:
             if isinstance(node.expr, c_ast.ID) and self.is_var(node.expr.name):
                 self.change(node, node.expr.name, "+=", STEPS[node.op])
-            else:  # x[i]++: x[i] += 1
-                self.assignment(c_ast.Assignment("+=" if STEPS[node.op] > 0 else "-=", node.expr,
-                                                 c_ast.Constant("int", "1"), node.coord))
+            else:
+                self.assignment(_incremented(node))
         elif isinstance(node, c_ast.FuncCall) and text(node.name) == "free" and node.args is not None \
                 and len(node.args.exprs) == 1 and isinstance(node.args.exprs[0], c_ast.ID) \
                 and self.malloced(node.args.exprs[0]):
@@ -708,8 +705,8 @@ class _Translator(LoopReader, IntVariables):
         elif isinstance(node, c_ast.FuncCall) and text(node.name) in ("memset", "memcpy") and node.args is not None \
                 and len(node.args.exprs) == 3:
             self.block_write(node)
-        elif isinstance(node, c_ast.FuncCall) and self.file_function(node) is not None:
-            self.inline_call(node, self.file_function(node))
+        elif isinstance(node, c_ast.FuncCall) and (f := self.file_function(node)) is not None:
+            self.inline_call(node, f)
         elif type(node) in _UNSUPPORTED:
             raise self.src.error(node, f"{_UNSUPPORTED[type(node)]} are not supported in the region (only for "
                                        "loops with affine bounds, affine ifs and assignments)")
@@ -718,13 +715,13 @@ class _Translator(LoopReader, IntVariables):
         else:
             raise self.src.error(node, f"statement '{text(node)}' is not supported")
 
-    def pointer_view(self, decl: c_ast.Decl) -> tuple[str, tuple[Affine, ...]]:
+    def pointer_view(self, name: str, init: c_ast.Node, decl: c_ast.Node) -> tuple[str, tuple[Affine, ...]]:
         """``T *p = x + e`` (``&x[e]``, ``A[i]``, ``&A[i][j]``, another such pointer), never changed: the array
-        ``p`` points into and the index of ``p[0]``."""
-        if decl.name in self.changed:
-            raise self.src.error(decl, f"pointer {decl.name!r} is changed in the function: pointer arithmetic is "
+        ``p`` (``name``, given ``init`` where ``decl`` declares it) points into and the index of ``p[0]``."""
+        if name in self.changed:
+            raise self.src.error(decl, f"pointer {name!r} is changed in the function: pointer arithmetic is "
                                        "not supported (a pointer given once, T *p = x + e, is)")
-        init, offset = decl.init, Affine.of(0)
+        offset = Affine.of(0)
         if isinstance(init, c_ast.BinaryOp) and init.op in ("+", "-"):
             named, other = (init.left, init.right) if init.op == "-" or not isinstance(init.right, c_ast.ID) \
                 or self.lookup(init.right)[0] not in ("array", "view") else (init.right, init.left)
@@ -745,7 +742,7 @@ class _Translator(LoopReader, IntVariables):
             index = tuple(reversed(subs)) + (Affine.of(0),) * (rank - len(subs))
             if rank - len(subs) == 1:
                 return what, index[:-1] + (index[-1] + offset,)
-        raise self.src.error(decl, f"pointer {decl.name!r} = '{text(decl.init)}' is not supported: a pointer in "
+        raise self.src.error(decl, f"pointer {name!r} = '{text(init)}' is not supported: a pointer in "
                                    "the region points into an array (x + e, &x[e], A[i]) or is malloc'd")
 
     def malloced(self, node: c_ast.ID) -> bool:
@@ -758,7 +755,7 @@ class _Translator(LoopReader, IntVariables):
             raise self.src.error(decl, f"{' '.join(decl.storage)} declarations are not supported in the region")
         dtype, dims = base_type(self.src, decl)
         if dims == [UNSIZED] and decl.init is not None and allocation(decl.init) is None:
-            self.bind(decl.name, ("view", self.pointer_view(decl)))
+            self.bind(decl.name, ("view", self.pointer_view(decl.name, decl.init, decl)))
             return
         if dims and dims[0] is UNSIZED and allocation(decl.init) != "malloc":
             raise self.src.error(decl, f"{decl.name!r}: pointers and arrays without a size declared in the region "
@@ -942,8 +939,8 @@ class _Translator(LoopReader, IntVariables):
             if outer is not None and holds == "==":  # else: the outer if's condition holds, this one's not
                 guard = c_ast.BinaryOp("&&", outer, guard, node.coord)
             for item in stmt.block_items or [] if isinstance(stmt, c_ast.Compound) else [stmt]:
-                if isinstance(item, c_ast.UnaryOp) and item.op in STEPS:  # x[i]++: x[i] += 1
-                    item = c_ast.Assignment("+=" if STEPS[item.op] > 0 else "-=", item.expr, one, item.coord)
+                if isinstance(item, c_ast.UnaryOp) and item.op in STEPS:
+                    item = _incremented(item)
                 if isinstance(item, c_ast.Assignment) and not isinstance(item.rvalue, c_ast.Assignment):
                     rest = (zero if self.set_before_read(item, stmt) else item.lvalue) if item.op == "=" \
                         else one if item.op in ("*=", "/=") else zero
@@ -1052,6 +1049,11 @@ class _Translator(LoopReader, IntVariables):
         if first_path != tuple(common):
             return []
         return [n for kind, n in common if kind == "loop"]
+
+
+def _incremented(node: c_ast.UnaryOp) -> c_ast.Assignment:
+    """``x[i]++`` (``--``, prefix or postfix) as a statement: ``x[i] += 1``."""
+    return c_ast.Assignment("+=" if STEPS[node.op] > 0 else "-=", node.expr, c_ast.Constant("int", "1"), node.coord)
 
 
 def _first_event(t: _Temp) -> str:
