@@ -10,7 +10,7 @@ import torch
 
 from loopcost.costmodel.batch import collate
 from loopcost.costmodel.data import export, load
-from loopcost.costmodel.metrics import error_by_speedup, metrics, spearman
+from loopcost.costmodel.metrics import error_by_speedup, error_by_transformation, metrics, spearman
 from loopcost.costmodel.model import ARCHS, CostModel, make_net
 from loopcost.costmodel.network import RecursiveLSTM
 from loopcost.costmodel.train import TrainConfig, initial_net, train, training_device
@@ -226,6 +226,19 @@ def test_error_breakdown_shows_which_speedups_rule_the_mape():
     assert sum(g["error_share"] for g in b["ranges"]) == pytest.approx(1)
     assert b["worst_record_share"] == pytest.approx(10 / 10.7)
     assert b["ranges"][3]["over_predicted"] == 0.5 and b["ranges"][3]["mape"] == pytest.approx(10)
+
+
+def test_error_by_transformation_shows_which_kinds_the_model_overrates():
+    schedules = ["", "S(i,j,1) P(i)", "S(i,j,1)", "P(i)", "P(i) P(j)"]
+    true = np.array([1.0, 0.5, 0.25, 2.0, 2.0])
+    pred = np.array([1.0, 2.0, 1.0, 2.0, 1.0])  # skews predicted 4x too fast, parallel ones 1x, 4x, 0.5x
+    rows = {r["kind"]: r for r in error_by_transformation(pred, true, schedules)}
+    assert set(rows) == {"none", "skew", "parallelize"}  # a kind counts once a schedule, "P(i) P(j)" too
+    assert rows["skew"]["n"] == 2 and rows["skew"]["bias"] == pytest.approx(4)
+    assert rows["skew"]["mape"] == pytest.approx(300) and rows["skew"]["over_predicted"] == 1
+    assert rows["parallelize"]["n"] == 3 and rows["parallelize"]["bias"] == pytest.approx(2 ** (1 / 3))
+    assert rows["none"]["n"] == 1 and rows["none"]["bias"] == pytest.approx(1) and rows["none"]["mape"] == 0
+    assert [r["kind"] for r in error_by_transformation(pred, true, schedules)][0] == "skew"  # the most overrated first
 
 
 @pytest.mark.slow

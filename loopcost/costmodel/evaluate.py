@@ -13,7 +13,7 @@ from ..errors import LoopcostError
 from ..paths import card_path, shipped_for
 from .baselines import GradientBoosted
 from .data import Dataset, load
-from .metrics import error_by_speedup, metrics, noise_ceiling, noise_floor_mape
+from .metrics import error_by_speedup, error_by_transformation, metrics, noise_ceiling, noise_floor_mape
 from .model import CostModel
 from .plots import save_plots
 
@@ -71,6 +71,7 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
     out = {**metrics(predictions["model"], data.speedup, data.program), "split": split, "model": str(model_path),
            "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling,
            "censored": _censored(model, whole), "by_speedup": error_by_speedup(predictions["model"], data.speedup),
+           "by_transformation": error_by_transformation(predictions["model"], data.speedup, data.schedules),
            "left_out_seen": left_out}
     if plots:
         out["plots"] = [str(p) for p in save_plots(plots, data.speedup, predictions, f"({split} split)")]
@@ -139,6 +140,12 @@ def format_evaluation(r: dict, wrote_card: bool = False) -> str:
                          f"median APE {g['median_ape']:5.1f}%  share {g['error_share']:6.1%}  "
                          f"above {g['over_predicted']:.0%}")
         lines.append(f"    the single worst schedule holds {b['worst_record_share']:.1%} of the summed error")
+    if t := r.get("by_transformation"):
+        lines.append("  by transformation (the schedules holding each kind; bias: geometric mean of predicted over "
+                     "measured speedup):")
+        for g in t:
+            lines.append(f"    {g['kind']:12} {g['n']:6d} schedules  bias {g['bias']:5.2f}x  MAPE {g['mape']:6.1f}%  "
+                         f"median APE {g['median_ape']:5.1f}%  above {g['over_predicted']:.0%}")
     lines += [f"  wrote {p}" for p in r.get("plots", [])]
     if wrote_card:
         lines.append(f"  wrote the evaluation into {card_path(r['model'])}")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+
+from ..transforms.schedule import step_kinds
 
 
 def _rank(x: np.ndarray) -> np.ndarray:
@@ -81,6 +85,25 @@ def error_by_speedup(pred: np.ndarray, true: np.ndarray) -> dict:
                            "error_share": float(ape[idx].sum() / total),
                            "over_predicted": float(np.mean(pred[idx] > true[idx]))})
     return {"ranges": ranges, "worst_record_share": float(ape.max() / total) if len(ape) else 0.0}
+
+
+def error_by_transformation(pred: np.ndarray, true: np.ndarray, schedules: Sequence[str]) -> list[dict]:
+    """Which transformations the model misjudges: for each kind of step (``transforms.schedule.step_kinds``)
+    that some schedule of ``schedules`` holds, those schedules' count, MAPE, median APE and bias, the geometric
+    mean of predicted over measured speedup (above 1: the model expects more of that kind than it gives, which
+    is what puts its schedules at the top of a model-guided search), and the share predicted above the
+    measurement; the unscheduled program (no step) as ``none``. Sorted by bias, highest first."""
+    pred, true = np.asarray(pred, float), np.asarray(true, float)
+    ape = np.abs(pred - true) / true
+    log_ratio = np.log(np.maximum(pred, 1e-9) / true)
+    holds: dict[str, list[int]] = {}
+    for i, text in enumerate(schedules):
+        for kind in set(step_kinds(text)) or {"none"}:
+            holds.setdefault(kind, []).append(i)
+    rows = [{"kind": kind, "n": len(idx), "mape": float(ape[idx].mean() * 100),
+             "median_ape": float(np.median(ape[idx]) * 100), "bias": float(np.exp(log_ratio[idx].mean())),
+             "over_predicted": float(np.mean(pred[idx] > true[idx]))} for kind, idx in holds.items()]
+    return sorted(rows, key=lambda r: -r["bias"])
 
 
 def noise_rel(pairs: list[tuple[float, float]]) -> np.ndarray:
