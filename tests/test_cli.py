@@ -148,7 +148,7 @@ def test_optimize_by_measuring_and_emit_c(tmp_path):
     assert r.returncode == 2 and "no such file" in r.stderr and "--model" in r.stderr
 
 
-def test_the_cached_export_of_the_shipped_data_follows_the_feature_layout(tmp_path, monkeypatch):
+def test_the_cached_export_of_a_database_follows_the_feature_layout_and_its_contents(tmp_path, monkeypatch):
     from pathlib import Path
 
     import loopcost.costmodel.data as data
@@ -156,9 +156,17 @@ def test_the_cached_export_of_the_shipped_data_follows_the_feature_layout(tmp_pa
     from loopcost.features import layout
 
     exports = []
-    monkeypatch.setenv("LOOPCOST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LOOPCOST_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(data, "export", lambda db, out, bar: (exports.append(out), Path(out).write_bytes(b"x")))
-    first = cached_export(Path("shipped.sqlite"))
-    assert cached_export(Path("shipped.sqlite")) == first and len(exports) == 1  # exported once
+    db, other = tmp_path / "shipped.sqlite", tmp_path / "other" / "shipped.sqlite"
+    db.write_bytes(b"programs")
+    first = cached_export(db)
+    assert cached_export(db) == first and len(exports) == 1  # exported once
+    Path(f"{db}-wal").write_bytes(b"more programs")  # a build grew it (its log not yet checkpointed): again
+    second = cached_export(db)
+    assert second != first and len(exports) == 2
+    other.parent.mkdir()
+    other.write_bytes(b"other programs")  # another database of the same name is not taken for it
+    assert cached_export(other) not in (first, second) and len(exports) == 3
     monkeypatch.setattr(layout, "VERSION", layout.VERSION + 1)
-    assert cached_export(Path("shipped.sqlite")) != first and len(exports) == 2  # a new layout: again
+    assert cached_export(db) != second and len(exports) == 4  # a new layout: again

@@ -83,15 +83,26 @@ def export_bar(show: bool):
     return tick
 
 
+def _digest(db: Path) -> str:
+    """A digest of the database ``db`` with its write-ahead log: what an export of it depends on."""
+    h = hashlib.sha256()
+    for p in (db, Path(f"{db}-wal")):
+        if p.exists():
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+    return h.hexdigest()[:16]
+
+
 def cached_export(db: Path) -> Path:
     """The training-format export of ``db`` (e.g. the shipped database), made once into the cache (it takes
-    minutes); a new feature layout exports again."""
+    minutes); a new feature layout, or a database that changed (a build grown since), exports again."""
     import sys
 
     from ..costmodel.data import export
     from ..features import layout
 
-    out = cache_root() / "shipped" / f"{db.stem}.layout{layout.VERSION}.npz"
+    out = cache_root() / "shipped" / f"{db.stem}-{_digest(db)}.layout{layout.VERSION}.npz"
     if not out.exists():
         print(f"exporting {db.name} to the training format (once) ...", file=sys.stderr)
         out.parent.mkdir(parents=True, exist_ok=True)
