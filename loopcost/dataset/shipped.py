@@ -18,8 +18,7 @@ def shipped_db(packed: Path | None = None) -> Path:
     packed = packed or shipped_for(cpu_model()).dataset
     if not packed.exists():
         raise LoopcostError(f"no shipped dataset at {packed}; give --db")
-    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
-    out = cache_root() / "shipped" / f"dataset-{digest}.sqlite"
+    out = cache_root() / "shipped" / f"dataset-{_digest(packed)}.sqlite"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")

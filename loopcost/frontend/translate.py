@@ -19,10 +19,11 @@ from pycparser import c_ast
 
 from ..errors import CSourceError, NotAffineError, ProgramError
 from ..ir.affine import Affine
-from ..ir.dtypes import DTYPE_BYTES, DTYPES, INT_DTYPES
+from ..ir.dtypes import DTYPES, INT_DTYPES
 from ..ir.expr import BinOp, Call, Const, Expr, IterValue, Read, reads
 from ..ir.functions import FROM_C
 from ..ir.names import unique_name
+from ..ir.packing import ELEMENT_BYTES
 from ..ir.program import Buffer, Computation, Loop, Node, Program, reduction_of, reserved
 from .declared import (
     FOLDED,
@@ -522,7 +523,7 @@ class _Translator(LoopReader, IntVariables):
         named = element_type(self.src, t, t.type.type.names, "sizeof") \
             if isinstance(t, c_ast.Typename) and isinstance(t.type, c_ast.TypeDecl) \
             and isinstance(t.type.type, c_ast.IdentifierType) else None
-        if named is None or DTYPE_BYTES[named] != DTYPE_BYTES[dtype]:
+        if named is None or ELEMENT_BYTES[named] != ELEMENT_BYTES[dtype]:
             raise self.src.error(size, f"the size '{text(size)}' of a {fn} is read as a count of its elements times "
                                        f"sizeof(T), T of the size of its elements ({DTYPES[dtype]})")
         rest = [f for f in factors if f is not sizes[0]]
