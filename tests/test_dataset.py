@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ from loopcost.ir.program import Program
 from loopcost.ir.state import ProgramState
 from loopcost.transforms.legality import carried
 from loopcost.transforms.schedule import Schedule
-from loopcost.transforms.space import STAGES, SpaceOptions, proposals
+from loopcost.transforms.space import SPACE_VERSION, STAGES, SpaceOptions, proposals
 
 from .faults import killed_at
 
@@ -189,6 +190,22 @@ def test_a_database_measured_on_an_older_code_generator_does_not_resume(tmp_path
     con.close()
     with pytest.raises(LoopcostError, match=f"codegen 1 \\(now {VERSION_WITHOUT_TEMPS}\\).*older code generator"):
         build(db, programs=2, cfg=cfg, workers=1, progress=False)
+
+
+def test_a_seed_drawn_from_an_older_space_of_schedules_does_not_resume(tmp_path):
+    db = str(tmp_path / "d.db")
+    cfg = BuildConfig(seed=3, schedules=2, generator=TINY)
+    build(db, programs=1, cfg=cfg, workers=1, progress=False)
+    con = sqlite3.connect(db)
+    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
+    assert settings["space"] == SPACE_VERSION
+    del settings["space"]  # as builds before the version was stored
+    con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
+    con.commit()
+    con.close()
+    with pytest.raises(LoopcostError, match=f"space 1 \\(now {SPACE_VERSION}\\).*another --seed"):
+        build(db, programs=2, cfg=cfg, workers=1, progress=False)
+    assert build(db, programs=1, cfg=replace(cfg, seed=4), workers=1, progress=False)["programs"] == 1
 
 
 @pytest.mark.slow

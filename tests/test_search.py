@@ -10,6 +10,7 @@ from loopcost.search.mcts import mcts
 from loopcost.search.optimize import optimize
 from loopcost.search.random_search import random_search
 from loopcost.transforms.schedule import Schedule
+from loopcost.transforms.space import SpaceOptions
 
 
 class Toy:
@@ -63,6 +64,40 @@ def test_beam_search_reaches_a_wavefront_skew_then_interchange():
     target = Schedule.parse("S(i,j,2) I(i,j)").apply(seidel)
     ranked = beam_search(ProgramState.initial(seidel), Along(seidel, "S(i,j,2) I(i,j)"), beam_size=2)
     assert ranked[0].score == 3.0 and ranked[0].state == target
+
+
+class Slanting(Toy):
+    """Rewards skewed loops most (as models rated the kernels' skews that measured 0.3-0.9x)."""
+
+    def score(self, states, labels=None):
+        return super().score(states, labels) + np.array([3.0 * any(t.kind == "skewed" for t in st.tags)
+                                                         for st in states])
+
+
+def test_beam_search_returns_no_skew_that_its_schedule_stays_legal_without():
+    jacobi = ProgramState.initial(KERNELS["jacobi-1d"].program("small"))
+    ranked = beam_search(jacobi, Slanting(), beam_size=3, stages=("skew", "parallelize", "vectorize"))
+    assert not any(t.kind == "skew" for r in ranked for t in r.schedule.steps)  # each stays legal without
+    assert ranked[0].score == 3.0 and "P(" in str(ranked[0].schedule)  # scored anew, without the skew's reward
+    assert len({r.state.key for r in ranked}) == len(ranked)
+    assert all(Schedule.parse(str(r.schedule)).apply(jacobi.program) == r.state for r in ranked)
+    seidel = ProgramState.initial(KERNELS["seidel-2d"].program("small"))
+    tiled = beam_search(seidel, Slanting(), beam_size=3, stages=("skew", "tile"),  # the tiles need the skew
+                        opts=SpaceOptions(tile_sizes=(8,)))
+    assert tiled[0].score == 5.0 and [t.kind for t in tiled[0].schedule.steps] == ["skew", "tile"]
+
+
+@pytest.mark.parametrize("kernel, text, kept", [
+    ("jacobi-1d", "S(t,i,2) P(i) V(i,8)", "P(i) V(i,8)"),
+    ("seidel-2d", "S(i,j,1) T2(i,j,8,8)", "S(i,j,1) T2(i,j,8,8)"),
+    ("seidel-2d", "S(t,i,1) S(i,j,1) T2(i,j,8,8) U(j,4)", "S(i,j,1) T2(i,j,8,8) U(j,4)"),
+    ("seidel-2d", "S(i,j,2) I(i,j)", "S(i,j,2) I(i,j)"),
+    ("seidel-2d", "S(t,i,1) S(i,j,2) I(i,j) U(i,4)", "S(i,j,2) I(i,j) U(i,4)"),
+])
+def test_a_skew_stays_only_where_a_later_step_needs_it(kernel, text, kept):
+    state = ProgramState.initial(KERNELS[kernel].program("small"))
+    Schedule.parse(text).apply(state)  # legal as given
+    assert str(Schedule.parse(text).without_needless_skews(state)) == kept
 
 
 class Tempting(Toy):

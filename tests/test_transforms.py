@@ -172,22 +172,50 @@ def test_factor_sets_are_options():
     opts = SpaceOptions(tile_sizes=(4,), unroll_factors=(3,), vector_widths=(2,), skew_factors=(5,),
                         jam_factors=(6,))
     strs = {str(t) for t in proposals(st, opts)}
-    assert {"T2(i,j,4,4)", "U(k,3)", "S(j,k,5)", "J(i,6)", "J(j,6)"} <= strs
+    assert {"T2(i,j,4,4)", "U(k,3)", "J(i,6)", "J(j,6)"} <= strs
+    assert "S(t,i,5)" in {str(t) for t in proposals(ProgramState.initial(prog("jacobi-1d")), opts)}
     assert "J(k,6)" not in strs  # k encloses no loop: jamming it is unrolling it
     assert not any(s.startswith("T2") and "32" in s for s in strs)
 
 
-def test_skews_are_proposed_only_where_one_of_the_two_loops_carries_a_dependence():
+def test_skews_are_proposed_only_where_a_dependence_is_slanted():
     def skews(name, schedule=""):
         st = Schedule.parse(schedule).apply(ProgramState.initial(prog(name)))
         return {str(t) for t in proposals(st) if t.kind == "skew"}
 
-    gemm = skews("gemm")
-    assert "S(j,k,1)" in gemm and "S(i,k,2)" in gemm  # k carries the reduction
-    assert not any(s.startswith("S(i,j,") for s in gemm)  # every order of i and j is legal already
-    assert skews("blur") == set()  # no loop of blur carries anything
-    assert "S(t,i,1)" in skews("jacobi-1d")
+    assert skews("gemm") == set()  # k carries the reduction, straight along k: every order is legal already
+    assert skews("atax") == skews("gesummv") == skews("blur") == set()
+    assert {"S(t,i,1)", "S(t,i,2)"} <= skews("jacobi-1d")  # i[t+1] reads i-1 of step t: forward t, back i
+    assert "S(i,j,1)" in skews("seidel-2d")  # in place: A[i-1][j+1] is read at (i, j)
     assert "S(i,j,1)" in skews("seidel-2d", "S(t,i,1)")
+
+
+def test_a_pair_with_no_slanted_dependence_interchanges_without_a_skew():
+    """What a skew serves: where no dependence goes forward along the outer loop and back along the inner
+    one, interchanging two adjacent loops is legal without one; where one does, the interchange is refused
+    (on random programs of every family and the kernels)."""
+    from loopcost.generator.programs import GeneratorOptions, generate_programs
+    from loopcost.transforms.legality import slanted
+    from loopcost.transforms.reorder import Interchange
+
+    opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20)
+    programs = list(generate_programs(24, seed=11, opts=opts)) + [prog(n) for n in sorted(KERNELS)]
+    seen = {True: 0, False: 0}
+    for p in programs:
+        st = ProgramState.initial(p)
+        for cs in st.comps:
+            for a, b in zip(cs.real_loops, cs.real_loops[1:], strict=False):
+                if len(st.comps_with(a)) != len(st.comps_with(a, b)):
+                    continue  # the interchange would move only some computations
+                try:
+                    Interchange(a, b).apply(st)
+                    legal = True
+                except ScheduleError:
+                    legal = False
+                s = slanted(st, a, b)
+                seen[s] += 1
+                assert legal != s, (p.name, a, b)
+    assert seen[True] >= 5 and seen[False] >= 20
 
 
 def test_order_keeping_steps_are_judged_like_a_full_check():

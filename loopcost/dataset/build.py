@@ -21,6 +21,7 @@ from ..database.store import Store
 from ..errors import LoopcostError
 from ..runner.dask import executor
 from ..runner.process import machine_busy
+from ..transforms.space import SPACE_VERSION
 from .progress import Progress
 from .tasks import LEGACY_TIMING, BatchResult, BuildConfig, measure_program, remeasure
 
@@ -54,12 +55,14 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
     with Store(db) as store:
         config = json.dumps({"schedules": cfg.schedules, "generator": asdict(cfg.generator),
                              "timing": asdict(cfg.timing), "flags": list(cfg.toolchain.flags),
-                             "staged_share": cfg.staged_share, "codegen": VERSION_WITHOUT_TEMPS}, sort_keys=True)
+                             "staged_share": cfg.staged_share, "codegen": VERSION_WITHOUT_TEMPS,
+                             "space": SPACE_VERSION}, sort_keys=True)
         settings = json.loads(config)
         old = store.meta(f"build:{cfg.seed}")
         if old is not None:
-            # builds before the staged sampler drew none; builds before the version was stored used codegen 1
-            before = {"staged_share": 0.0, "codegen": 1, **json.loads(old)}
+            # builds before the staged sampler drew none; builds before the versions were stored used codegen 1
+            # and space 1
+            before = {"staged_share": 0.0, "codegen": 1, "space": 1, **json.loads(old)}
             # builds before censoring timed every schedule in full, after an untimed check
             before["timing"] = {"timed_check": False, "censor": 0.0, "steady": 0.0, **before["timing"]}
             if before != settings:
@@ -67,6 +70,8 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
                                    if before.get(k) != v)
                 hint = ("; its labels were measured on C from an older code generator, which this version no "
                         "longer prints: continue in another --db" if before["codegen"] != VERSION_WITHOUT_TEMPS else
+                        "; its schedules were drawn from an older space of schedules (other skews), which this "
+                        "version no longer draws: continue with another --seed" if before["space"] != SPACE_VERSION else
                         "; it was timed as --legacy-timing times: pass it to resume, or use another seed"
                         if before["timing"] == asdict(LEGACY_TIMING) and settings["timing"] != before["timing"] else
                         "; use the same settings to resume, or another seed or --db")

@@ -117,6 +117,29 @@ def carried(state: ProgramState, loop: str) -> list[Dependence]:
     return out
 
 
+def slanted(state: ProgramState, a: str, b: str) -> bool:
+    """True if a dependence between instances in one iteration of ``a``'s outer loops goes forward along
+    ``a`` and backward along ``b`` (``a`` encloses ``b``): the only kind a skew of ``b`` by ``a`` can
+    straighten, so that ``b`` may move outward (interchange, tiling, a wavefront). Loops at different
+    levels in different computations count as slanted (nothing is known)."""
+    try:
+        p, q = loop_level(state, a, b), loop_level(state, b, a)
+    except ScheduleError:
+        return True
+    n = 2 * state.depth + 1
+    t = [f"t{k}" for k in range(n)]
+    u = [f"u{k}" for k in range(n)]
+    cond = " and ".join([f"{t[k]} = {u[k]}" for k in range(2 * p + 1)]
+                        + [f"{u[2 * p + 1]} > {t[2 * p + 1]}", f"{u[2 * q + 1]} < {t[2 * q + 1]}"])
+    slant = isl.UnionMap.from_map(isl.Map(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}"))
+    keys = {cs.betas[:p + 1] for cs in state.comps_with(a)}  # the computations inside the loop ``a``
+    sched = isl.UnionMap("{ }")
+    for cs in state.comps:
+        if cs.betas[:p + 1] in keys:
+            sched = sched.union(isl.UnionMap.from_map(cs.time_map()))
+    return not _all_dependences(state.program).apply_domain(sched).apply_range(sched).intersect(slant).is_empty()
+
+
 def check_parallel(state: ProgramState, loop: str, kind: str = "parallel") -> None:
     """Raise IllegalScheduleError if ``loop`` carries a dependence (or a reduction)."""
     deps = carried(state, loop)
