@@ -9,7 +9,8 @@ verified. A model's speedup on a kernel is the best of its top k, and 1.0 when n
 kernels like the benchmark's but not in it, to choose a model without fitting the 19 kernels that
 ``bench/autoscheduler.py`` scores; ``--kernels bench`` runs those 19; names and DSL files also work.
 Rows are appended to ``--out`` as each kernel finishes, with every raw run time; a rerun with the
-same file skips the kernels it holds.
+same file skips the kernels it holds. ``--also RUN=FILE.jsonl`` measures the picks another run stored
+(another space, another commit) in the same harness, as ``MODEL@RUN``: no search, only the measurement.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from loopcost.runner import LocalRunner
 from loopcost.search.beam import beam_search
 from loopcost.search.evaluator import MeasuringEvaluator, ModelEvaluator
 from loopcost.search.ranking import RANKED, diverse_top
+from loopcost.transforms.schedule import Schedule
 from loopcost.transforms.space import SpaceOptions
 
 SELECTION = Path(__file__).resolve().parent / "selection"
@@ -49,11 +51,27 @@ def kernel_name(spec: str) -> str:
     return Path(spec).stem if spec.endswith(".py") else spec
 
 
+def stored_picks(runs: dict[str, Path]) -> dict[str, dict[str, list]]:
+    """Each kernel's picks in the rows of other runs' files, by ``MODEL@RUN``."""
+    out: dict[str, dict[str, list]] = {}
+    for run, path in runs.items():
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            for model, picks in row["picks"].items():
+                out.setdefault(row["kernel"], {})[f"{model}@{run}"] = picks
+    return out
+
+
 def compare_on(spec: str, models: dict[str, CostModel], beam: int, top_k: int, space: SpaceOptions,
-               size: str = "bench") -> dict:
-    """Every model's top k on one kernel, measured in one harness."""
+               size: str = "bench", also: dict[str, list] | None = None) -> dict:
+    """Every model's top k on one kernel, and the picks of ``also`` (name: ``[(schedule, score)]``), measured
+    in one harness."""
     initial = ProgramState.initial(load_program(spec, size))
     picks, times, states = {}, {}, {"": initial}
+    for name, stored in (also or {}).items():
+        picks[name] = [tuple(p) for p in stored]
+        for text, _ in stored:
+            states.setdefault(text, Schedule.parse(text).apply(initial))
     for name, model in models.items():
         t0 = time.perf_counter()
         ranked = beam_search(initial, ModelEvaluator(model), beam_size=beam, opts=space, keep=RANKED)
@@ -93,28 +111,36 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--tile-sizes", type=int, nargs="+", default=[16, 32, 64])
     ap.add_argument("--size", choices=["small", "bench"], default="bench")
+    ap.add_argument("--also", nargs="+", default=[], metavar="RUN=FILE.jsonl",
+                    help="measure the picks stored in another run's file beside these models' picks")
     a = ap.parse_args(argv)
     pairs = [m.split("=", 1) for m in a.models]
     if any(len(p) != 2 for p in pairs) or len({n for n, _ in pairs}) != len(pairs):
         ap.error("give each model as NAME=PATH, with distinct names")
+    runs = [r.split("=", 1) for r in a.also]
+    if any(len(r) != 2 or not Path(r[1]).is_file() for r in runs):
+        ap.error("give each --also as RUN=FILE.jsonl, an existing file")
     models = {n: CostModel.load(p) for n, p in pairs}
+    stored = stored_picks({n: Path(f) for n, f in runs})
+    names = list(models) + sorted({n for kernel in stored.values() for n in kernel})
     out = Path(a.out)
     done = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    have = {r["kernel"] for r in done if set(r["best"]) == set(models)}
+    have = {r["kernel"] for r in done if set(r["best"]) == set(models) | set(stored.get(r["kernel"], {}))}
     rows = [r for r in done if r["kernel"] in have]
     machine = fingerprint(machine_info(Toolchain().describe()))
     for spec in kernel_specs(a.kernels):
         name = kernel_name(spec)
         if name in have:
             continue
-        row = compare_on(spec, models, a.beam, a.top_k, SpaceOptions(tile_sizes=tuple(a.tile_sizes)), a.size)
+        row = compare_on(spec, models, a.beam, a.top_k, SpaceOptions(tile_sizes=tuple(a.tile_sizes)), a.size,
+                         stored.get(name))
         row["machine"] = machine
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         rows.append(row)
         print(name, {n: round(v, 2) for n, v in row["best"].items()},
               "search s", {n: round(v, 1) for n, v in row["search_s"].items()}, flush=True)
-    print(table(rows, list(models)))
+    print(table(rows, [n for n in names if all(n in r["best"] for r in rows)]))
 
 
 if __name__ == "__main__":

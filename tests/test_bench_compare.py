@@ -40,3 +40,22 @@ def test_compare_measures_each_models_picks_in_one_harness_and_resumes(tmp_path,
     compare_models.main(args)  # resumes: nothing measured again
     assert len(out.read_text().splitlines()) == 1
     assert "geometric mean" in capsys.readouterr().out
+
+
+def test_another_runs_picks_are_measured_in_the_same_harness(tmp_path, capsys):
+    first = tmp_path / "first.jsonl"
+    compare_models.main([f"a={SHIPPED_MODEL}", "--kernels", "gemm", "--size", "small", "--out", str(first)])
+    (old,) = [json.loads(line) for line in first.read_text().splitlines()]
+    out = tmp_path / "both.jsonl"
+    args = [f"b={SHIPPED_MODEL}", "--also", f"before={first}", "--kernels", "gemm", "--size", "small",
+            "--out", str(out)]
+    compare_models.main(args)
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert set(row["best"]) == {"b", "a@before"} and set(row["search_s"]) == {"b"}  # stored picks: no search
+    assert row["picks"]["a@before"] == old["picks"]["a"]
+    assert all(t in row["speedups"] and len(row["raw_times"][t]) >= 3 for t, _ in old["picks"]["a"])
+    assert row["best"]["a@before"] == max([1.0] + [row["speedups"][t] for t, _ in old["picks"]["a"]])
+    capsys.readouterr()
+    compare_models.main(args)  # resumes: nothing measured again
+    assert len(out.read_text().splitlines()) == 1
+    assert "a@before" in capsys.readouterr().out

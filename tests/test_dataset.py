@@ -161,49 +161,45 @@ def test_a_program_the_compiler_takes_too_long_on_fails_its_schedules_and_the_bu
     assert len(errors) == 6 and all("the compiler ran for more than 0.001 s" in e for e in errors)
 
 
+def _stored_as_before(db: str, edit) -> None:
+    """Rewrite build 3's stored settings with ``edit``, as an older loopcost stored them."""
+    con = sqlite3.connect(db)
+    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
+    edit(settings)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
+    con.commit()
+    con.close()
+
+
 def test_a_database_timed_before_censoring_resumes_with_its_timing_only(tmp_path):
     db = str(tmp_path / "d.db")
     legacy = BuildConfig(seed=3, schedules=2, generator=TINY, timing=LEGACY_TIMING)
     build(db, programs=1, cfg=legacy, workers=1, progress=False)
-    con = sqlite3.connect(db)
-    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
-    for key in ("timed_check", "censor", "steady"):  # as such builds stored their timing
-        del settings["timing"][key]
-    con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
-    con.commit()
-    con.close()
+
+    def untimed(settings):
+        for key in ("timed_check", "censor", "steady"):  # as such builds stored their timing
+            del settings["timing"][key]
+
+    _stored_as_before(db, untimed)
     with pytest.raises(LoopcostError, match="timed as --legacy-timing times"):
         build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY), workers=1, progress=False)
     assert build(db, programs=2, cfg=legacy, workers=1, progress=False)["programs"] == 1
 
 
-def test_a_database_measured_on_an_older_code_generator_does_not_resume(tmp_path):
+@pytest.mark.parametrize("key, now, why", [("codegen", VERSION_WITHOUT_TEMPS, "older code generator"),
+                                           ("space", SPACE_VERSION, "older space of schedules.*another --seed")])
+def test_a_seed_built_before_a_version_changed_does_not_resume(tmp_path, key, now, why):
+    """A seed measured on the C of an older code generator, or drawn from an older space of schedules."""
     db = str(tmp_path / "d.db")
     cfg = BuildConfig(seed=3, schedules=2, generator=TINY)
     build(db, programs=1, cfg=cfg, workers=1, progress=False)
-    con = sqlite3.connect(db)
-    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
-    assert settings["codegen"] == VERSION_WITHOUT_TEMPS
-    del settings["codegen"]  # as builds before the version was stored
-    con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
-    con.commit()
-    con.close()
-    with pytest.raises(LoopcostError, match=f"codegen 1 \\(now {VERSION_WITHOUT_TEMPS}\\).*older code generator"):
-        build(db, programs=2, cfg=cfg, workers=1, progress=False)
 
+    def unversioned(settings):
+        assert settings[key] == now
+        del settings[key]  # as builds before the version was stored
 
-def test_a_seed_drawn_from_an_older_space_of_schedules_does_not_resume(tmp_path):
-    db = str(tmp_path / "d.db")
-    cfg = BuildConfig(seed=3, schedules=2, generator=TINY)
-    build(db, programs=1, cfg=cfg, workers=1, progress=False)
-    con = sqlite3.connect(db)
-    settings = json.loads(con.execute("SELECT value FROM meta WHERE key = 'build:3'").fetchone()[0])
-    assert settings["space"] == SPACE_VERSION
-    del settings["space"]  # as builds before the version was stored
-    con.execute("UPDATE meta SET value = ? WHERE key = 'build:3'", (json.dumps(settings, sort_keys=True),))
-    con.commit()
-    con.close()
-    with pytest.raises(LoopcostError, match=f"space 1 \\(now {SPACE_VERSION}\\).*another --seed"):
+    _stored_as_before(db, unversioned)
+    with pytest.raises(LoopcostError, match=f"{key} 1 \\(now {now}\\).*{why}"):
         build(db, programs=2, cfg=cfg, workers=1, progress=False)
     assert build(db, programs=1, cfg=replace(cfg, seed=4), workers=1, progress=False)["programs"] == 1
 
