@@ -93,8 +93,8 @@ def _without_needless_skews(best: list[_Entry], state: ProgramState, evaluator: 
     fresh: list[Scored] = []
     for e in best:
         s = e.scored
-        short = s.schedule.without_needless_skews(state) if any(t.kind == "skew" for t in s.schedule.steps) else None
-        if short is not None and short != s.schedule:
+        short = s.schedule.without_needless_skews(state)
+        if short != s.schedule:
             new = short.apply(state, check=False)
             known = seen.get(new.key)
             if known is not None and not known.illegal and known.pending is None:

@@ -54,6 +54,22 @@ def _example(rel: isl.UnionMap) -> str:
     return f"{dst} would no longer run after {src}"
 
 
+def _time_pairs(state: ProgramState, cond) -> isl.UnionMap:
+    """The pairs ``t -> u`` of time vectors of ``state`` where ``cond(t, u)`` holds (isl text over the lists of
+    the two vectors' dimension names)."""
+    n = 2 * state.depth + 1
+    t = [f"t{k}" for k in range(n)]
+    u = [f"u{k}" for k in range(n)]
+    return isl.UnionMap.from_map(isl.Map(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond(t, u)} }}"))
+
+
+def _inside(state: ProgramState, loop: str, level: int) -> frozenset[str]:
+    """The computations that run inside the generated loop ``loop`` (at ``level``): those whose betas up to its
+    level equal those of the computations named inside it (a computation with a dummy level there counts)."""
+    keys = {cs.betas[:level + 1] for cs in state.comps_with(loop)}
+    return frozenset(cs.comp for cs in state.comps if cs.betas[:level + 1] in keys)
+
+
 def check_order(state: ProgramState) -> None:
     """Raise IllegalScheduleError naming the first dependence the schedule reverses."""
     why = _reversal(ProgramState(state.program, state.comps))
@@ -97,16 +113,9 @@ def carried(state: ProgramState, loop: str) -> list[Dependence]:
     outer loops, in different iterations of it."""
     level = loop_level(state, loop)
     d = 2 * level + 1
-    n = 2 * state.depth + 1
-    t = [f"t{k}" for k in range(n)]
-    u = [f"u{k}" for k in range(n)]
-    cond = " and ".join([f"{t[k]} = {u[k]}" for k in range(d)] + [f"{t[d]} != {u[d]}"])
-    same_outer = isl.UnionMap.from_map(isl.Map(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}"))
-    # the computations that run inside the generated loop: those whose betas up to its level equal
-    # those of the computations named inside it (a computation with a dummy level there counts)
-    keys = {cs.betas[:level + 1] for cs in state.comps_with(loop)}
-    inside = frozenset(cs.comp for cs in state.comps if cs.betas[:level + 1] in keys)
-    sched = state.schedule_map().intersect_domain(domains(state.program, inside))
+    same_outer = _time_pairs(state, lambda t, u: " and ".join([f"{t[k]} = {u[k]}" for k in range(d)]
+                                                              + [f"{t[d]} != {u[d]}"]))
+    sched = state.schedule_map().intersect_domain(domains(state.program, _inside(state, loop, level)))
     out, pairs = [], None
     for dep in program_dependences(state.program):
         if dep.relation.apply_domain(sched).apply_range(sched).intersect(same_outer).is_empty():
@@ -126,16 +135,12 @@ def slanted(state: ProgramState, a: str, b: str) -> bool:
         p, q = loop_level(state, a, b), loop_level(state, b, a)
     except ScheduleError:
         return True
-    n = 2 * state.depth + 1
-    t = [f"t{k}" for k in range(n)]
-    u = [f"u{k}" for k in range(n)]
-    cond = " and ".join([f"{t[k]} = {u[k]}" for k in range(2 * p + 1)]
-                        + [f"{u[2 * p + 1]} > {t[2 * p + 1]}", f"{u[2 * q + 1]} < {t[2 * q + 1]}"])
-    slant = isl.UnionMap.from_map(isl.Map(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {cond} }}"))
-    keys = {cs.betas[:p + 1] for cs in state.comps_with(a)}  # the computations inside the loop ``a``
+    slant = _time_pairs(state, lambda t, u: " and ".join([f"{t[k]} = {u[k]}" for k in range(2 * p + 1)] + [
+        f"{u[2 * p + 1]} > {t[2 * p + 1]}", f"{u[2 * q + 1]} < {t[2 * q + 1]}"]))
+    inside = _inside(state, a, p)
     sched = isl.UnionMap("{ }")
     for cs in state.comps:
-        if cs.betas[:p + 1] in keys:
+        if cs.comp in inside:
             sched = sched.union(isl.UnionMap.from_map(cs.time_map()))
     return not _all_dependences(state.program).apply_domain(sched).apply_range(sched).intersect(slant).is_empty()
 
@@ -168,12 +173,9 @@ def permutable(state: ProgramState, loops: tuple[str, ...]) -> bool:
     inside = {cs.comp for cs in comps}
     if any((cs.betas[:p + 1], cs.loops[:p]) == key and cs.comp not in inside for cs in state.comps):
         return False
-    n = 2 * state.depth + 1
-    t = [f"t{k}" for k in range(n)]
-    u = [f"u{k}" for k in range(n)]
-    same = " and ".join(f"{t[k]} = {u[k]}" for k in range(2 * p + 1)) or "true"
-    back = " or ".join(f"{u[2 * (p + k) + 1]} < {t[2 * (p + k) + 1]}" for k in range(len(loops)))
-    backwards = isl.UnionMap(f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {same} and ({back}) }}")
+    backwards = _time_pairs(state, lambda t, u: "{} and ({})".format(
+        " and ".join(f"{t[k]} = {u[k]}" for k in range(2 * p + 1)) or "true",
+        " or ".join(f"{u[2 * (p + k) + 1]} < {t[2 * (p + k) + 1]}" for k in range(len(loops)))))
     sched = state.schedule_map()
     return _all_dependences(state.program).apply_domain(sched).apply_range(sched).intersect(backwards).is_empty()
 
