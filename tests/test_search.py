@@ -87,6 +87,18 @@ def test_beam_search_returns_no_skew_that_its_schedule_stays_legal_without():
     assert tiled[0].score == 5.0 and [t.kind for t in tiled[0].schedule.steps] == ["skew", "tile"]
 
 
+
+def test_mcts_and_random_search_return_no_skew_that_their_schedules_stay_legal_without():
+    jacobi = ProgramState.initial(KERNELS["jacobi-1d"].program("small"))
+    opts = SpaceOptions(kinds=("skew", "parallelize", "vectorize"))
+    for ranked in (mcts(jacobi, Slanting(), iterations=20, max_depth=3, seed=2, opts=opts),
+                   random_search(jacobi, Slanting(), samples=30, seed=2, opts=opts)):
+        assert ranked and not any(t.kind == "skew" for r in ranked for t in r.schedule.steps)
+        assert not any(t.kind == "skewed" for r in ranked for t in r.state.tags)
+        assert len({r.state.key for r in ranked}) == len(ranked)
+        assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
+        assert all(Schedule.parse(str(r.schedule)).apply(jacobi.program) == r.state for r in ranked)
+
 @pytest.mark.parametrize("kernel, text, kept", [
     ("jacobi-1d", "S(t,i,2) P(i) V(i,8)", "P(i) V(i,8)"),
     ("seidel-2d", "S(i,j,1) T2(i,j,8,8)", "S(i,j,1) T2(i,j,8,8)"),

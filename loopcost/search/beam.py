@@ -18,7 +18,7 @@ from ..errors import ScheduleError
 from ..ir.state import ProgramState
 from ..transforms.schedule import Schedule
 from ..transforms.space import STAGES, Move, SpaceOptions, moves
-from .base import Evaluator, Scored
+from .base import Evaluator, Scored, without_needless_skews
 
 
 @dataclass
@@ -80,31 +80,7 @@ def beam_search(state: ProgramState, evaluator: Evaluator, *, beam_size: int = 4
             for c, s in zip(children, scores, strict=True):
                 c.scored = replace(c.scored, score=float(s))
         beam = _best(beam + children, beam_size)
-    return _without_needless_skews(_best(list(seen.values()), keep), state, evaluator, seen)
+    best = [e.scored for e in _best(list(seen.values()), keep)]
+    known = {k: e.scored for k, e in seen.items() if e.pending is None and not e.illegal}
+    return without_needless_skews(best, state, evaluator, known)
 
-
-def _without_needless_skews(best: list[_Entry], state: ProgramState, evaluator: Evaluator,
-                            seen: dict) -> list[Scored]:
-    """``best`` with each schedule replaced by itself less the skews it stays legal without
-    (``Schedule.without_needless_skews``), scored anew where the search has not, best first, each state once.
-    A skew kept for a later step that never came only slants the loops' bounds, and models rate it on
-    a state unlike those they learned."""
-    out: dict = {}
-    fresh: list[Scored] = []
-    for e in best:
-        s = e.scored
-        short = s.schedule.without_needless_skews(state)
-        if short != s.schedule:
-            new = short.apply(state, check=False)
-            known = seen.get(new.key)
-            if known is not None and not known.illegal and known.pending is None:
-                s = known.scored
-            else:
-                s = Scored(0.0, short, new)
-                fresh.append(s)
-        out.setdefault(s.state.key, s)
-    if fresh:
-        scores = evaluator.score([s.state for s in fresh], [str(s.schedule) for s in fresh])
-        rescored = {s.state.key: replace(s, score=float(v)) for s, v in zip(fresh, scores, strict=True)}
-        out = {k: rescored.get(k, v) for k, v in out.items()}
-    return sorted(out.values(), key=lambda s: -s.score)

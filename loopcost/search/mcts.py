@@ -18,7 +18,7 @@ from ..errors import ScheduleError
 from ..ir.state import ProgramState
 from ..transforms.schedule import Schedule
 from ..transforms.space import Move, SpaceOptions, proposals, random_step
-from .base import Evaluator, Scored
+from .base import Evaluator, Scored, without_needless_skews
 
 
 @dataclass
@@ -53,7 +53,7 @@ def _legal_prefix(path: list[Move], start: ProgramState) -> int:
 def mcts(state: ProgramState, evaluator: Evaluator, *, iterations: int = 200, max_depth: int = 6, rollouts: int = 4,
          c: float = 0.7, seed: int = 0, opts: SpaceOptions = SpaceOptions(), keep: int = 20) -> list[Scored]:
     """The ``keep`` best distinct schedules scored during the search, best first (two that reach the same
-    state count once)."""
+    state count once), each less the skews it stays legal without (``base.without_needless_skews``)."""
     rng = random.Random(seed)
     root = _Node(Schedule(), state)
     seen: dict[tuple, Scored] = {state.key: Scored(float(evaluator.score([state], [""])[0]), Schedule(), state)}
@@ -93,4 +93,4 @@ def mcts(state: ProgramState, evaluator: Evaluator, *, iterations: int = 200, ma
             node.visits += 1
             node.total += reward
             node = node.parent
-    return sorted(seen.values(), key=lambda s: -s.score)[:keep]
+    return without_needless_skews(sorted(seen.values(), key=lambda s: -s.score)[:keep], state, evaluator, seen)
