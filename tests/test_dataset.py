@@ -18,7 +18,7 @@ from loopcost.codegen.c_source import VERSION_WITHOUT_TEMPS
 from loopcost.costmodel.metrics import noise_ceiling
 from loopcost.database.store import Store
 from loopcost.dataset.build import build
-from loopcost.dataset.stats import dataset_stats
+from loopcost.dataset.stats import dataset_stats, format_stats
 from loopcost.dataset.tasks import LEGACY_TIMING, BuildConfig
 from loopcost.errors import LoopcostError
 from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
@@ -306,6 +306,8 @@ def test_stats_and_noise(tmp_path):
     assert s["speedup"]["p50"] == pytest.approx(np.median(timed))
     sec = s["seconds_per_schedule"]  # where a build's time goes, per measured schedule
     assert set(sec) == {"generate", "codegen", "compile", "run", "timed"} and sec["run"] > sec["timed"] > 0
+    assert s["timed_bound_per_hour"] == pytest.approx(3600 / sec["timed"])  # timed runs one at a time
+    assert f"at most {3600 / sec['timed']:,.0f} schedules an hour" in format_stats(s)
     kinds = [{t.kind for t in Schedule.parse(text).steps} for text in texts]
     assert texts and s["transformation_share"] == pytest.approx(
         {k: sum(k in ks for ks in kinds) / len(kinds) for k in set().union(*kinds)})  # share of schedules using each

@@ -56,6 +56,9 @@ def dataset_stats(db: str) -> dict:
             "rechecked": len(rechecks),
             "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
             "seconds_per_schedule": {k: v / measured for k, v in seconds.items()} if measured else {},
+            # timed runs wait for each other (``runner.process.machine_lock``): whatever the workers, a build of
+            # schedules timed this long measures at most this many an hour
+            "timed_bound_per_hour": 3600 * measured / seconds["timed"] if measured and seconds.get("timed") else None,
             "machine": store.machines(),
             "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]}
                                  for p, s, e in store.failures(5)],
@@ -90,6 +93,9 @@ def format_stats(s: dict) -> str:
             f"{k} {sec[k]:.3f}" for k in ("generate", "codegen", "compile") if k in sec)
             + f", run {sec.get('run', 0.0):.3f} (timed runs {sec.get('timed', 0.0):.3f}, checks, resets and "
               f"waiting for the machine {other:.3f})")
+    if bound := s.get("timed_bound_per_hour"):
+        lines.append(f"bound        timed runs take turns on the machine: at these run times a build measures at most "
+                     f"{bound:,.0f} schedules an hour, however fast the rest")
     for m in s["machine"]:
         lines.append(f"machine      {m['fingerprint']}: {m['cpu']}, {m['cores']} cores, {m['compiler']}, "
                      f"{' '.join(m['flags'] or [])}")
