@@ -7,7 +7,7 @@ from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
 from loopcost.search.beam import beam_search
 from loopcost.search.mcts import mcts
-from loopcost.search.optimize import optimize
+from loopcost.search.optimize import format_result, optimize
 from loopcost.search.random_search import random_search
 from loopcost.transforms.schedule import Schedule
 from loopcost.transforms.space import SpaceOptions
@@ -169,6 +169,35 @@ def test_optimize_by_measuring_returns_a_verified_schedule_not_slower_than_the_i
     assert r.measured_speedup == max(s for _, s in r.measured) >= 1.0
     assert dict(r.measured)[""] == 1.0 and r.self_speedup > 0  # speedups are relative to its timed copy
     assert r.candidates_scored > 3
+    (u_lo, u_hi), (c_lo, c_hi) = r.run_spread["unscheduled_s"], r.run_spread["chosen_s"]
+    assert 0 < u_lo <= u_hi and 0 < c_lo <= c_hi and r.run_spread["fastest_ratio"] == pytest.approx(u_lo / c_lo)
+
+
+
+class TwoHarnesses:
+    """Times the unscheduled copy beside a baseline run of 1.5 s, and every candidate as a store would give it
+    back: timed in another harness, beside a baseline run of 3 s."""
+
+    def measure(self, states, *, timing=None, labels=None, **_):
+        from loopcost.runner import Measurement
+
+        return [Measurement(t, (1.0, 1.2, 1.1), (1.5,), True) if not t else Measurement(t, (0.1,), (3.0,), True)
+                for t in labels]
+
+
+def test_optimize_divides_the_copys_time_by_each_candidates_not_one_harness_speedup_by_another():
+    r = optimize(KERNELS["gemm"].program("small"), evaluator=Toy(), runner=TwoHarnesses(), budget=1, top_k=2)
+    assert dict(r.measured)[""] == 1.0 and r.measured_speedup == pytest.approx(1.1 / 0.1)  # not (3/0.1)/(1.5/1.1)
+    assert r.run_spread == {"unscheduled_s": [1.0, 1.2], "chosen_s": [0.1, 0.1], "fastest_ratio": pytest.approx(10)}
+
+def test_optimize_shows_the_spread_of_a_noisy_final_measurement():
+    out = {"schedule": "P(i)", "predicted_speedup": None, "measured_speedup": 19.7, "verified": True,
+           "search_time_s": 1.0, "candidates_scored": 9, "measurements": 9,
+           "run_spread": {"unscheduled_s": [0.78, 2.16], "chosen_s": [0.087, 0.089], "fastest_ratio": 8.97}}
+    assert "noise       runs spread: unscheduled 0.78-2.16 s, chosen 0.087-0.089 s; fastest run against fastest " \
+           "run 8.97x" in format_result(out)
+    steady = out | {"run_spread": {"unscheduled_s": [0.78, 0.80], "chosen_s": [0.087, 0.089], "fastest_ratio": 8.97}}
+    assert "noise" not in format_result(steady) and "noise" not in format_result(out | {"run_spread": None})
 
 
 def test_model_scores_states_beyond_the_feature_limits_as_zero():

@@ -17,6 +17,7 @@ from loopcost.database.store import Store
 from loopcost.ir.state import ProgramState
 from loopcost.runner import Measurement, RecordingRunner, Timing
 from loopcost.runner.recorded import record
+from loopcost.search.evaluator import FINAL_TIMING, MEASURE_TIMING
 from loopcost.transforms.schedule import Schedule
 
 from .faults import killed_at
@@ -66,6 +67,26 @@ def test_a_later_runner_reuses_what_this_machine_measured_and_measures_only_the_
     with Store(db) as store:  # a reused measurement is not stored a second time
         assert [r.schedule_text for r in store.runs(matvec().content_hash())] == TEXTS[:2] + ["P(i)"]
 
+
+
+@dataclass
+class Slow(Counting):
+    """Times every state once, at 1.98 s (an unscheduled bench gemm on a noisy day)."""
+
+    def measure(self, states, *, timing=Timing(), reference=None, seed=0, timeout=None, labels=None):
+        self.asked.append(list(labels))
+        return [Measurement(label, (1.98,), (1.98,), True, fingerprint=MACHINE[0], machine=MACHINE[1])
+                for label in labels]
+
+
+def test_optimize_times_its_final_candidates_again_where_a_search_timed_them_once(tmp_path):
+    db = tmp_path / "m.sqlite"
+    RecordingRunner(Slow(), db).measure(states(), timing=MEASURE_TIMING, labels=TEXTS)
+    time.sleep(0.01)
+    search, final = Slow(), Slow()
+    RecordingRunner(search, db).measure(states(), timing=MEASURE_TIMING, labels=TEXTS)
+    RecordingRunner(final, db).measure(states(), timing=FINAL_TIMING, labels=TEXTS)
+    assert search.asked == [] and final.asked == [TEXTS]  # one run over 1 s does for a search, not for the verdict
 
 def test_reuse_needs_the_same_machine_seed_enough_runs_an_earlier_time_and_no_remeasure(tmp_path):
     db = tmp_path / "m.sqlite"
@@ -130,6 +151,7 @@ import sys
 from loopcost.ir.state import ProgramState
 from loopcost.runner import Measurement
 from loopcost.runner.recorded import record
+from loopcost.search.evaluator import FINAL_TIMING, MEASURE_TIMING
 from tests.programs import matvec
 
 db, tag, batches, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

@@ -20,7 +20,7 @@ from ..transforms.space import SpaceOptions
 from .adaptive import AdaptiveOptions, adaptive_search
 from .base import Evaluator, Scored
 from .beam import beam_search
-from .evaluator import MEASURE_TIMING, MeasuringEvaluator, ModelEvaluator
+from .evaluator import FINAL_TIMING, MEASURE_TIMING, MeasuringEvaluator, ModelEvaluator
 from .mcts import mcts
 from .random_search import random_search
 from .ranking import RANKED, diverse_top
@@ -45,6 +45,9 @@ class OptimizeResult:
     measurements: int = 0
     #: how many of those measurements were taken from the machine's store instead of measured again
     reused: int = 0
+    #: the fastest and slowest run (s) of the unscheduled program's copy and of the chosen schedule in the final
+    #: measurement, and the ratio of their fastest runs: where the runs spread, the median ratio is only one read
+    run_spread: dict | None = None
 
     def to_json(self) -> dict:
         return {"schedule": str(self.schedule), "predicted_speedup": self.predicted_speedup,
@@ -52,7 +55,7 @@ class OptimizeResult:
                 "search_time_s": self.search_time_s, "candidates_scored": self.candidates_scored,
                 "measurements": self.measurements, "reused": self.reused,
                 "measured_top_k": [{"schedule": s, "speedup": v} for s, v in self.measured],
-                "unscheduled_self_speedup": self.self_speedup}
+                "unscheduled_self_speedup": self.self_speedup, "run_spread": self.run_spread}
 
 
 def format_result(out: dict) -> str:
@@ -63,6 +66,10 @@ def format_result(out: dict) -> str:
     if out["measured_speedup"] is not None:
         lines.append(f"measured    {out['measured_speedup']:.2f}x over the unscheduled program "
                      f"({'verified' if out['verified'] else 'NOT verified'})")
+    if (r := out.get("run_spread")) and max(hi / lo for lo, hi in (r["unscheduled_s"], r["chosen_s"])) > NOISY:
+        (u_lo, u_hi), (c_lo, c_hi) = r["unscheduled_s"], r["chosen_s"]
+        lines.append(f"noise       runs spread: unscheduled {u_lo:.3g}-{u_hi:.3g} s, chosen {c_lo:.3g}-{c_hi:.3g} s; "
+                     f"fastest run against fastest run {r['fastest_ratio']:.2f}x (the machine was not quiet)")
     reused = f" ({out['reused']} of them from this machine's store)" if out.get("reused") else ""
     lines.append(f"search      {out['search_time_s']:.1f} s, {out['candidates_scored']} candidates scored, "
                  f"{out['measurements']} measured{reused}")
@@ -79,6 +86,8 @@ def format_result(out: dict) -> str:
     return "\n".join(lines)
 
 
+#: a final measurement whose runs of one program spread more than this (slowest over fastest) is shown as noisy
+NOISY = 1.2
 #: how execution-based search times each candidate: one timed run after the verified one (a stage can
 #: hold thousands); its top-k are then measured again like any search's
 SEARCH_TIMING = Timing(min_runs=1, warmup=0, max_runs=3, min_time=0.05, max_time=0.5)
@@ -139,16 +148,23 @@ def optimize(program: Program, *, method: str = "beam", model: CostModel | None 
     if not any(not c.schedule.steps for c in top):  # the unscheduled program always competes
         top.append(next((c for c in ranked if not c.schedule.steps), None)
                    or Scored(1.0 if measuring else float(evaluator.score([state])[0]), Schedule(), state))
-    final = MeasuringEvaluator(runner).measure([c.state for c in top], [str(c.schedule) for c in top])
+    final = MeasuringEvaluator(runner, FINAL_TIMING).measure([c.state for c in top], [str(c.schedule) for c in top])
     raw = np.array([m.speedup or 0.0 for m in final])
     # the unscheduled program's own copy, timed among the candidates, is the reference: timed against the
-    # harness's baseline run it can be off by itself (1.12-1.18x seen on small gemm), and so are the others
+    # harness's baseline run it can be off by itself (1.12-1.18x seen on small gemm), and so are the others.
+    # Its median over theirs, not a ratio of each harness's speedups: a candidate taken from the store was
+    # timed in another harness, beside another baseline run (on a noisy day 1.98 s against 0.88-1.74 s)
     copy = next(i for i, c in enumerate(top) if not c.schedule.steps)
-    speedups = raw / raw[copy] if raw[copy] > 0 else raw
+    ref = final[copy].median if raw[copy] > 0 else None
+    speedups = np.array([ref / m.median if ref and s > 0 else s for m, s in zip(final, raw, strict=True)])
     measured = [(str(c.schedule), float(s)) for c, s in zip(top, speedups, strict=True)]
     k = max(range(len(top)), key=lambda i: speedups[i])
     chosen = top[k]
     pred = None if measuring else chosen.score
+    spread = None
+    if final[copy].times and final[k].times:
+        u, c = final[copy].times, final[k].times
+        spread = {"unscheduled_s": [min(u), max(u)], "chosen_s": [min(c), max(c)], "fastest_ratio": min(u) / min(c)}
     return OptimizeResult(chosen.schedule, chosen.state, pred, float(speedups[k]), bool(speedups[k] > 0),
                           elapsed, scored, measured, float(raw[copy]), searched + len(top),
-                          reused + sum(m.reused for m in final))
+                          reused + sum(m.reused for m in final), spread)
