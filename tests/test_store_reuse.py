@@ -17,7 +17,8 @@ from loopcost.database.store import Store
 from loopcost.ir.state import ProgramState
 from loopcost.runner import Measurement, RecordingRunner, Timing
 from loopcost.runner.recorded import record
-from loopcost.search.evaluator import FINAL_TIMING, MEASURE_TIMING
+from loopcost.search.evaluator import MEASURE_TIMING
+from loopcost.search.optimize import FINAL_TIMING
 from loopcost.transforms.schedule import Schedule
 
 from .faults import killed_at
@@ -151,7 +152,6 @@ import sys
 from loopcost.ir.state import ProgramState
 from loopcost.runner import Measurement
 from loopcost.runner.recorded import record
-from loopcost.search.evaluator import FINAL_TIMING, MEASURE_TIMING
 from tests.programs import matvec
 
 db, tag, batches, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

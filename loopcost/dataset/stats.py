@@ -36,6 +36,7 @@ def dataset_stats(db: str) -> dict:
         rel = noise_rel(pairs)
         rechecks = store.recheck_pairs()
         seconds, measured = store.stage_seconds()
+        per = {k: v / measured for k, v in seconds.items()} if measured else {}
         by_build = {}
         for key in sorted(store.builds(), key=lambda k: int(k.split(":")[1])):
             seed = int(key.split(":")[1])
@@ -55,10 +56,10 @@ def dataset_stats(db: str) -> dict:
             "noise_by_build": by_build,
             "rechecked": len(rechecks),
             "recheck_over_2x_faster": int(sum(b > 2 * a for a, b in rechecks)),
-            "seconds_per_schedule": {k: v / measured for k, v in seconds.items()} if measured else {},
+            "seconds_per_schedule": per,
             # timed runs wait for each other (``runner.process.machine_lock``): whatever the workers, a build of
             # schedules timed this long measures at most this many an hour
-            "timed_bound_per_hour": 3600 * measured / seconds["timed"] if measured and seconds.get("timed") else None,
+            "timed_bound_per_hour": 3600 / per["timed"] if per.get("timed") else None,
             "machine": store.machines(),
             "failure_examples": [{"program": p, "schedule": s, "error": (e or "")[:300]}
                                  for p, s, e in store.failures(5)],

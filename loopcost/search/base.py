@@ -44,8 +44,9 @@ def without_needless_skews(best: Sequence[Scored], state: ProgramState, evaluato
         short = s.schedule.without_needless_skews(state)
         if short != s.schedule:
             new = short.apply(state, check=False)
-            s = known.get(new.key) or Scored(0.0, short, new)
-            if s.schedule is short:
+            s = known.get(new.key)
+            if s is None:
+                s = Scored(0.0, short, new)
                 fresh.append(s)
         out.setdefault(s.state.key, s)
     if fresh:

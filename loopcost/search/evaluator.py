@@ -44,10 +44,6 @@ class ModelEvaluator:
 
 #: how a measured candidate is timed by default: at least 3 runs and 50 ms, at most 10 runs or 1 s
 MEASURE_TIMING = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_time=1.0)
-#: how ``optimize`` times its final candidates, whose speedup it reports: at least 3 runs or 5 s, so that a
-#: program that runs over 1 s (an unscheduled bench gemm: 0.6-2.2 s, one run under ``MEASURE_TIMING``) is not
-#: judged on one run; a search's single run of it in the machine's store is not enough to be taken back
-FINAL_TIMING = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_time=5.0)
 
 
 @dataclass

@@ -20,12 +20,19 @@ from ..transforms.space import SpaceOptions
 from .adaptive import AdaptiveOptions, adaptive_search
 from .base import Evaluator, Scored
 from .beam import beam_search
-from .evaluator import FINAL_TIMING, MEASURE_TIMING, MeasuringEvaluator, ModelEvaluator
+from .evaluator import MEASURE_TIMING, MeasuringEvaluator, ModelEvaluator
 from .mcts import mcts
 from .random_search import random_search
 from .ranking import RANKED, diverse_top
 
 METHODS = ("beam", "mcts", "random", "exec", "adaptive")
+
+#: how ``optimize`` times its final candidates, whose speedup it reports: at least 3 runs or 5 s, so that a
+#: program that runs over 1 s (an unscheduled bench gemm: 0.6-2.2 s, one run under ``MEASURE_TIMING``) is not
+#: judged on one run; a search's single run of it in the machine's store is not enough to be taken back
+FINAL_TIMING = Timing(min_runs=3, warmup=1, max_runs=10, min_time=0.05, max_time=5.0)
+#: a final measurement whose runs of one program spread more than this (slowest over fastest) is shown as noisy
+NOISY = 1.2
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,6 @@ def format_result(out: dict) -> str:
     return "\n".join(lines)
 
 
-#: a final measurement whose runs of one program spread more than this (slowest over fastest) is shown as noisy
-NOISY = 1.2
 #: how execution-based search times each candidate: one timed run after the verified one (a stage can
 #: hold thousands); its top-k are then measured again like any search's
 SEARCH_TIMING = Timing(min_runs=1, warmup=0, max_runs=3, min_time=0.05, max_time=0.5)
