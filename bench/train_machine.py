@@ -35,6 +35,7 @@ import signal
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from loopcost.costmodel.card import combine_files
@@ -44,6 +45,8 @@ from loopcost.costmodel.train import TrainConfig, train_ensemble
 from loopcost.dataset.shipped import shipped_db
 
 START = time.time()
+#: the cores the networks training at once share
+CORES = os.cpu_count() or 1
 #: the recipe's two networks: name, loss, ranking weight, epochs. 1.5x the Intel model's 28 and 30 since the
 #: AMD layout-7 pairs (3 seeds, bench/TRAIN-amd.md): Spearman/program +0.013 val, +0.017 test, +0.026 held-out
 MEMBERS = (("mape", "mape", 0.0, 42), ("rank", "mape", 1.0, 45))
@@ -139,7 +142,10 @@ def networks(todo: list[tuple], a: argparse.Namespace) -> None:
         while (todo or running) and time.time() < end:
             running = [p for p in running if p.is_alive()]
             while todo and len(running) < a.jobs:
-                p = ctx.Process(target=network, args=todo.pop(0))
+                data, db, path, cfg = todo.pop(0)
+                # the cores shared among the networks that will train beside this one (alone: all of them)
+                share = a.threads or max(1, CORES // min(a.jobs, len(running) + 1 + len(todo)))
+                p = ctx.Process(target=network, args=(data, db, path, replace(cfg, threads=share)))
                 p.start()
                 running.append(p)
             time.sleep(1)
@@ -209,7 +215,7 @@ def main() -> None:
     ap.add_argument("--archs", default="transformer,lstm")
     ap.add_argument("--export-seeds", help="only the programs of these builds' seeds (default: all)")
     ap.add_argument("--threads", type=int, default=0,
-                    help="torch threads per network (default: the cores shared among the --jobs)")
+                    help="torch threads per network (default: the cores shared among the networks training at once)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto (see `loopcost train --device`)")
     ap.add_argument("--jobs", type=int, default=0,
                     help="networks trained at once, each in its own process (default: 2 on a CPU, 1 on a GPU: on "
@@ -227,7 +233,6 @@ def main() -> None:
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
     a.jobs = a.jobs or (2 if a.device == "cpu" else 1)
-    a.threads = a.threads or max(1, (os.cpu_count() or 1) // a.jobs)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     train_db, heldout_db = databases(a)

@@ -1,6 +1,7 @@
 """bench/train_machine.py: a CPU kind's recipe, pretrained on another dataset, trained and scored, resumable."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,7 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     work = tmp_path / "w"
     # two stages: all of the database, then the builds of seed 11 only (here the same programs)
     args = ["--dataset", db, "--heldout", heldout, "--pretrain", db, "--pretrain", f"{db}@11", "--work", work,
-            "--seeds", "0", "--archs", "transformer", "--epoch-scale", "0.03", "--threads", "1",
+            "--seeds", "0", "--archs", "transformer", "--epoch-scale", "0.03",
             "--pretrain-epochs", "67", "--dropout", "0.2"]
     r = _run(*args)
     assert r.returncode == 0, r.stderr
@@ -41,6 +42,9 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     card = json.loads((work / "transformer-s0-base.pt.card.json").read_text())
     assert card["config"]["init"] == "" and card["config"]["loss"] == "mape"
     assert card["config"]["epochs"] == 2  # --pretrain-epochs 67 x 0.03
+    # without --threads, a network training alone takes every core, the pair's two (--jobs 2) share them
+    cores = os.cpu_count() or 1
+    assert card["config"]["threads"] == cores
     card1 = json.loads((work / "transformer-s0-base1.pt.card.json").read_text())
     assert card1["config"]["init"] == str(first) and card1["data"] == str(work / "pretrain1.npz")
     assert card1["initialized_from"]["data"] == str(work / "pretrain.npz")
@@ -48,6 +52,7 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
         tuned = json.loads((work / f"transformer-s0-{member}.pt.card.json").read_text())
         assert tuned["config"]["init"] == str(base) and tuned["config"]["rank_weight"] == rank
         assert tuned["config"]["epochs"] == 1  # the members' epochs are the recipe's (42 and 45 x 0.03)
+        assert tuned["config"]["threads"] == max(1, cores // 2)
         assert tuned["config"]["dropout"] == 0.2 and card["config"]["dropout"] == 0.05
         # the card says what the network started from: the last stage's base, and what that one started from
         assert tuned["initialized_from"]["model"] == str(base)

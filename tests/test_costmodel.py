@@ -3,6 +3,7 @@
 import json
 import shutil
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -258,10 +259,15 @@ def test_export_train_resume_and_save(tmp_path, capsys):
     ckpt = torch.load(tmp_path / "m.pt.ckpt", weights_only=True)  # as if it had trained on a GPU
     meta = json.loads(ckpt["meta"])
     assert meta["config"]["device"] == "cpu"
-    meta["config"]["device"] = "cuda:0"
+    meta["config"]["device"], meta["config"]["threads"] = "cuda:0", 2  # and with 2 threads
     torch.save({**ckpt, "meta": json.dumps(meta)}, tmp_path / "m.pt.ckpt")
     r2 = train(data, tmp_path / "m.pt", cfg, progress=logs.append)  # nothing left to do: resumes at epoch 2
     assert any("resuming" in m for m in logs) and len(r2["history"]) == 2
+    meta["config"]["lr"] *= 2  # another recipe: its checkpoint is not resumed, and the log says so
+    torch.save({**ckpt, "meta": json.dumps(meta)}, tmp_path / "m2.pt.ckpt")
+    other: list[str] = []
+    train(data, tmp_path / "m2.pt", replace(cfg, epochs=1), progress=other.append)
+    assert not any("resuming" in m for m in other) and any("training from the start" in m for m in other)
     model = CostModel(r["net"], {"data": str(db)})
     model.save(tmp_path / "m.pt")
     again = CostModel.load(tmp_path / "m.pt")

@@ -42,7 +42,7 @@ class TrainConfig:
     init: str = ""
     init_member: int = 0
     #: where the network trains: "cpu", "cuda" (a GPU) or "auto" (a GPU where torch sees one); where a
-    #: network trained is not part of its recipe: a checkpoint resumes on another device
+    #: network trained is not part of its recipe (``WHERE``): a checkpoint resumes on another device
     device: str = "cpu"
 
 
@@ -62,9 +62,13 @@ def training_device(name: str) -> torch.device:
     return device
 
 
+#: what says where a network trained, not how: a checkpoint resumes on another device or thread count
+WHERE = ("device", "threads")
+
+
 def _recipe(config: dict) -> dict:
     """A configuration less where it ran: what a checkpoint must match to resume."""
-    return {k: v for k, v in config.items() if k != "device"}
+    return {k: v for k, v in config.items() if k not in WHERE}
 
 
 def _loss(out: torch.Tensor, target: torch.Tensor, kind: str, censored: torch.Tensor | None = None) -> torch.Tensor:
@@ -205,6 +209,8 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
             state = {**meta["state"], "best_state": blob["best_state"]}
             torch.set_rng_state(blob["torch_rng"])
             progress(f"resuming from {ckpt} after epoch {state['epoch']}")
+        else:
+            progress(f"{ckpt} is of another configuration or data: training from the start")
     rng = random.Random(cfg.seed + state["epoch"])
     targets = torch.tensor(tr.speedup, dtype=torch.float32, device=device)
     bounds = torch.tensor(tr.censored, dtype=torch.bool, device=device)
