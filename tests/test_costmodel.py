@@ -227,6 +227,12 @@ def test_error_breakdown_shows_which_speedups_rule_the_mape():
     assert sum(g["error_share"] for g in b["ranges"]) == pytest.approx(1)
     assert b["worst_record_share"] == pytest.approx(10 / 10.7)
     assert b["ranges"][3]["over_predicted"] == 0.5 and b["ranges"][3]["mape"] == pytest.approx(10)
+    assert all(g["remeasured_mape"] is None for g in b["ranges"])  # no noise pairs
+    # the re-measurements of labels in each range: two far slowdowns off by 20% and 40%, one of 2x off by 5%
+    pairs = [(0.05, 0.06), (0.08, 0.048), (2.0, 2.1)]
+    noisy = error_by_speedup(pred, true, pairs)["ranges"]
+    assert noisy[0]["remeasured_mape"] == pytest.approx(30) and noisy[3]["remeasured_mape"] == pytest.approx(5)
+    assert noisy[1]["remeasured_mape"] is None and noisy[0]["mape"] == b["ranges"][0]["mape"]
 
 
 def test_error_by_transformation_shows_which_kinds_the_model_overrates():

@@ -63,14 +63,15 @@ def evaluate(model_path: str | Path | None, data_path: str | Path, db: str | Pat
         train = everything.subset("train").timed()
         predictions["gradient_boosted"] = GradientBoosted().fit(train.trees, train.speedup).predict(data.trees)
         baselines["gradient_boosted"] = metrics(predictions["gradient_boosted"], data.speedup, data.program)
-    noise = ceiling = None
+    noise = ceiling = pairs = None
     if db is not None:
         pairs = _noise_pairs(db)
         noise = noise_floor_mape(pairs)
         ceiling = noise_ceiling(pairs, data.speedup, data.program)
     out = {**metrics(predictions["model"], data.speedup, data.program), "split": split, "model": str(model_path),
            "data": str(data_path), "baselines": baselines, "noise_floor_mape": noise, "remeasurement": ceiling,
-           "censored": _censored(model, whole), "by_speedup": error_by_speedup(predictions["model"], data.speedup),
+           "censored": _censored(model, whole),
+           "by_speedup": error_by_speedup(predictions["model"], data.speedup, pairs),
            "by_transformation": error_by_transformation(predictions["model"], data.speedup, data.schedules),
            "left_out_seen": left_out}
     if plots:
@@ -134,11 +135,12 @@ def format_evaluation(r: dict, wrote_card: bool = False) -> str:
                      f"{c['predicted_within_bound']:.1%} predicted at or below their bound")
     if (b := r.get("by_speedup")) and b["ranges"]:
         lines.append("  the model's error by measured speedup (share: of the summed percentage errors; above: "
-                     "share predicted faster than measured):")
+                     "share predicted faster than measured; re-measured: the noise pairs' MAPE there):")
         for g in b["ranges"]:
+            again = "" if g.get("remeasured_mape") is None else f"  re-measured {g['remeasured_mape']:5.1f}%"
             lines.append(f"    [{g['low']:g}, {g['high']:g})x  {g['n']:6d} schedules  MAPE {g['mape']:6.1f}%  "
                          f"median APE {g['median_ape']:5.1f}%  share {g['error_share']:6.1%}  "
-                         f"above {g['over_predicted']:.0%}")
+                         f"above {g['over_predicted']:.0%}{again}")
         lines.append(f"    the single worst schedule holds {b['worst_record_share']:.1%} of the summed error")
     if t := r.get("by_transformation"):
         lines.append("  by transformation (the schedules holding each kind; bias: geometric mean of predicted over "
