@@ -197,9 +197,12 @@ def table(rows: dict[str, dict[str, dict]], recipes: dict[str, list[str]], ceili
     for name, r in rows.items():
         lines.append(f"| {name} | " + cells(lambda s, k, fmt, r=r: fmt.format(r[s][k])) + " |")
     for recipe, names in recipes.items():
+        if len(names) < 2:  # one seed: its row says it all
+            continue
+
         def spread(s, k, fmt, names=names):
             v = [rows[n][s][k] for n in names]
-            return fmt.format(statistics.mean(v)) + (f" ± {fmt.format(statistics.stdev(v))}" if len(v) > 1 else "")
+            return f"{fmt.format(statistics.mean(v))} ± {fmt.format(statistics.stdev(v))}"
         lines.append(f"| **{recipe}**, mean ± sd of {len(names)} seeds | " + cells(spread) + " |")
     lines.append("| a second measurement (simulated from the noise pairs) | "
                  + cells(lambda s, k, fmt: fmt.format(ceilings[s][k]) if ceilings.get(s) else "-") + " |")

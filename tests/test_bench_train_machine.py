@@ -33,7 +33,7 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     # two stages: all of the database, then the builds of seed 11 only (here the same programs)
     args = ["--dataset", db, "--heldout", heldout, "--pretrain", db, "--pretrain", f"{db}@11", "--work", work,
             "--seeds", "0", "--archs", "transformer", "--epoch-scale", "0.03",
-            "--pretrain-epochs", "67", "--dropout", "0.2"]
+            "--pretrain-epochs", "67", "--dropout", "0.2", "--out", tmp_path / "table.md"]
     r = _run(*args)
     assert r.returncode == 0, r.stderr
     assert all(f"training transformer-s0-{n}.pt" in r.stderr for n in ("base", "base1", "mape", "rank"))
@@ -61,6 +61,8 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     pair = json.loads((work / "transformer-s0.pt.card.json").read_text())
     assert all(m["initialized_from"]["model"] == str(base) for m in pair["members"])
     rows = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines()]
+    table = (tmp_path / "table.md").read_text()
+    assert "| transformer-s0 |" in table and "mean ± sd" not in table  # one seed: no spread row
     assert {r["name"] for r in rows if r["model"] == str(work / "transformer-s0.pt")} == {"val", "test", "unseen"}
     # a rerun finds every network trained and every evaluation made: it trains and evaluates nothing
     again = _run(*args)
