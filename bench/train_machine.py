@@ -100,7 +100,7 @@ def network_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], 
             if not path.exists() and not (work / f"{arch}-s{seed}.pt").exists():
                 init = str(base(work, arch, seed, stages - 1)) if stages else ""
                 cfg = TrainConfig(epochs=max(1, round(epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
-                                  seed=seed, threads=a.threads, arch=arch, device=a.device, init=init,
+                                  seed=seed, arch=arch, device=a.device, init=init,
                                   dropout=a.dropout)
                 todo.append((data, db, path, cfg))
     return todo
@@ -124,14 +124,15 @@ def base_jobs(data: Path, db: Path, work: Path, runs: list[tuple[str, int]], a: 
     _, loss, rank, _ = MEMBERS[0]
     return [(data, db, base(work, arch, seed, stage),
              TrainConfig(epochs=max(1, round(a.pretrain_epochs * a.epoch_scale)), loss=loss, rank_weight=rank,
-                         seed=seed, threads=a.threads, arch=arch, device=a.device,
+                         seed=seed, arch=arch, device=a.device,
                          init=str(base(work, arch, seed, stage - 1)) if stage else ""))
             for arch, seed in runs if not base(work, arch, seed, stage).exists()]
 
 
 def networks(todo: list[tuple], a: argparse.Namespace) -> None:
-    """Train the networks ``todo`` (arguments of ``network``), ``a.jobs`` at once, until ``a.deadline`` seconds
-    after the start (the ones still training then are stopped: their checkpoints stay)."""
+    """Train the networks ``todo`` (arguments of ``network``), ``a.jobs`` at once, each on ``a.threads`` threads
+    or its share of the cores, until ``a.deadline`` seconds after the start (the ones still training then are
+    stopped: their checkpoints stay)."""
     ctx = multiprocessing.get_context("spawn")  # a CUDA context does not survive fork
     running: list = []
     end = START + a.deadline if a.deadline else float("inf")
