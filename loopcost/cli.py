@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
 from .errors import CompileError, EnvironmentFailure, LoopcostError, first_line
+from .generator.programs import GENERATOR_VERSION, VERSION_FAMILIES
 from .generator.schedules import STAGED_SHARE
 from .ir.dependence import dependences
 from .kernels import KERNELS
@@ -198,7 +199,8 @@ def cmd_kernels(a: argparse.Namespace) -> int:
 def cmd_generate(a: argparse.Namespace) -> int:
     from .generator.programs import GeneratorOptions, generate_programs, parse_families
 
-    programs = generate_programs(a.programs, a.seed, GeneratorOptions(families=parse_families(a.families)))
+    programs = generate_programs(a.programs, a.seed, GeneratorOptions(families=parse_families(a.families),
+                                                                      version=a.generator_version))
     if a.out:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -220,12 +222,15 @@ def cmd_dataset_build(a: argparse.Namespace) -> int:
     from .dataset.tasks import DATASET_TIMING, LEGACY_TIMING, BuildConfig
     from .generator.programs import GeneratorOptions, parse_families
 
-    if a.legacy_timing and (a.censor is not None or a.steady is not None):
-        raise LoopcostError("--legacy-timing neither censors nor stops when steady: drop --censor/--steady")
+    if a.legacy_timing and (a.censor is not None or a.steady is not None or a.abort is not None):
+        raise LoopcostError("--legacy-timing neither censors, stops when steady nor stops slow runs: drop "
+                            "--censor/--steady/--abort")
     timing = LEGACY_TIMING if a.legacy_timing else replace(
         DATASET_TIMING, censor=DATASET_TIMING.censor if a.censor is None else a.censor,
-        steady=DATASET_TIMING.steady if a.steady is None else a.steady)
-    gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work, families=parse_families(a.families))
+        steady=DATASET_TIMING.steady if a.steady is None else a.steady,
+        abort=DATASET_TIMING.abort if a.abort is None else a.abort)
+    gen = GeneratorOptions(min_work=a.min_work, max_work=a.max_work, families=parse_families(a.families),
+                           version=a.generator_version)
     exclude = frozenset()
     if a.exclude_programs_of:
         with Store(a.exclude_programs_of) as other:
@@ -452,6 +457,12 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--param", action="append", metavar="NAME=VALUE",
                         help="C files: the value of an int parameter, e.g. --param n=1000 (repeatable)")
 
+    def generator_version_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--generator-version", type=int, choices=sorted(VERSION_FAMILIES), default=GENERATOR_VERSION,
+                        help=f"the program generator's version (default {GENERATOR_VERSION}; 1: as builds before "
+                             "December 2026 drew, to resume one: no matrix-vector family, no extent above 2048, "
+                             "64 MiB at most)")
+
     def store_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--store", default=None, metavar="DB",
                         help="keep every measurement in this SQLite database (default: the machine's, "
@@ -534,6 +545,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=at_least(0), default=0)
     g.add_argument("--out", default=None, type=output_dir, help="write each program as JSON into this folder")
     g.add_argument("--families", default=None, help="comma-separated program families (default: all)")
+    generator_version_arg(g)
     g.set_defaults(func=cmd_generate)
 
     d = sub.add_parser("dataset", help="build and inspect measured datasets")
@@ -553,6 +565,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--families", default=None,
                    help="comma-separated program families to draw from (default: all; a database built before "
                         "'iterated' existed resumes with the others named)")
+    generator_version_arg(b)
     b.add_argument("--staged-share", type=fraction, default=STAGED_SHARE,
                    help=f"share of schedules drawn as walks through beam search's stage order, up to "
                         f"{len(STAGES)} steps (default {STAGED_SHARE}; 0 draws 1-5 steps in random order only, "
@@ -564,6 +577,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--steady", type=at_least(0.0, float), default=None,
                    help="stop timing once two runs agree within this relative spread (default 0.02; 0: always "
                         "at least 3 runs)")
+    b.add_argument("--abort", type=censor_factor, default=None,
+                   help="stop a run of a schedule once it takes this many times the unscheduled program's fastest "
+                        "run (at least 1 s): the schedule fails, with no label (default 20; 0: never, as builds "
+                        "before December 2026 ran)")
     b.add_argument("--compile-timeout", type=above(0), default=60.0,
                    help="seconds the compiler may take on one program's schedules; past it the program's "
                         "schedules are stored as failures (default 60)")

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -19,7 +20,7 @@ from loopcost.costmodel.metrics import noise_ceiling
 from loopcost.database.store import Store
 from loopcost.dataset.build import build
 from loopcost.dataset.stats import dataset_stats, format_stats
-from loopcost.dataset.tasks import LEGACY_TIMING, BuildConfig
+from loopcost.dataset.tasks import DATASET_TIMING, LEGACY_TIMING, BuildConfig
 from loopcost.errors import LoopcostError
 from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
 from loopcost.generator.schedules import random_schedules
@@ -49,14 +50,85 @@ def test_generator_is_deterministic_and_varied():
     assert dtypes == {"float32", "float64"}
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_family_builds(family):
-    opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20, families=(family,), max_comps=2)
-    progs = generate_programs(5, seed=3, opts=opts)
-    assert len({p.content_hash() for p in progs}) == 5
+@pytest.mark.parametrize("version, family", [(1, f) for f in FAMILIES[:-1]] + [(2, f) for f in FAMILIES])
+def test_every_family_builds(version, family):
+    opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20, families=(family,), max_comps=2,
+                            version=version)
+    progs = generate_programs(6, seed=3, opts=opts)
+    assert len({p.content_hash() for p in progs}) >= 5  # varied (a small family may draw one program twice)
     for p in progs:  # within the options' limits
         assert 1 <= len(p.computations()) <= opts.max_comps
         assert sum(math.prod(b.shape) * (4 if b.dtype == "float32" else 8) for b in p.buffers) <= opts.max_bytes
+
+
+def test_version_1_still_draws_the_programs_of_the_packed_builds():
+    """Version 2 changed what a seed draws; the builds packed before it resume with ``--generator-version 1``
+    only if version 1 draws their programs as it did."""
+    from loopcost.dataset.shipped import shipped_db
+    from loopcost.generator.programs import stream_program
+    from loopcost.paths import DATA
+
+    db = sqlite3.connect(shipped_db(DATA / "machines" / "amd-epyc" / "dataset.sqlite.xz"))
+    for seed in (5, 6, 7):
+        settings = json.loads(db.execute("SELECT value FROM meta WHERE key = ?", (f"build:{seed}",)).fetchone()[0])
+        gen = settings["generator"]
+        assert "version" not in gen  # built before the version was stored
+        opts = GeneratorOptions(**{**gen, "families": tuple(gen["families"]), "dtypes": tuple(gen["dtypes"]),
+                                   "version": 1})
+        rows = db.execute("SELECT idx, hash FROM programs WHERE seed = ? ORDER BY idx LIMIT 3", (seed,)).fetchall()
+        assert len(rows) == 3
+        for idx, digest in rows:
+            assert stream_program(seed, idx, opts).content_hash() == digest
+    db.close()
+
+
+def _reads(state: ProgramState) -> list[np.ndarray]:
+    """Each computation's vector (``featurize``), for the fields of its reads."""
+    from loopcost.features.extract import featurize
+
+    return list(featurize(state).comps)
+
+
+def test_version_2_draws_what_kernels_hold_and_version_1_never_did():
+    """Reads that stay put in the innermost loop, reductions as perfect nests, extents over 2048, memory over
+    64 MiB (within ``max_bytes``), subtraction and division: in version 2's programs, none in version 1's."""
+    from loopcost.features.layout import ACCESS_FIELDS, ACCESS_SIZE, ACCESSES_AT, COMP_INDEX, FIELDS_AT
+
+    zero = ACCESS_FIELDS.index("inner_stride_zero")
+
+    def traits(opts: GeneratorOptions) -> dict[str, float]:
+        out = {"broadcast read": 0, "perfect reduction": 0, "extent over 2048": 0, "over 64 MiB": 0, "sub": 0,
+               "div": 0}
+        progs = generate_programs(80, seed=3, opts=opts)
+        for p in progs:
+            mem = sum(math.prod(b.shape) * (4 if b.dtype == "float32" else 8) for b in p.buffers)
+            assert mem <= opts.max_bytes
+            out["over 64 MiB"] += mem > 64 * 2**20
+            out["extent over 2048"] += max(max(b.shape) for b in p.buffers) > 3000
+            state = ProgramState.initial(p)
+            comps = _reads(state)
+            # a read (access 1 on) whose element does not change along the innermost loop
+            out["broadcast read"] += any(v[ACCESSES_AT + k * ACCESS_SIZE + zero] for v in comps for k in range(1, 16))
+            out["sub"] += any(v[FIELDS_AT + COMP_INDEX["n_sub"]] for v in comps)
+            out["div"] += any(v[FIELDS_AT + COMP_INDEX["n_div"]] for v in comps)
+            # a reduction alone in its nest: its initialization sits in a nest of its own
+            reductions = {c.name for c in p.computations() if c.reduction is not None}
+            outer = Counter(cs.loops[0] for cs in state.comps)
+            out["perfect reduction"] += any(cs.comp in reductions and outer[cs.loops[0]] == 1 for cs in state.comps)
+        return {k: v / len(progs) for k, v in out.items()}
+
+    old = traits(GeneratorOptions(min_work=2e8, max_work=3e9, version=1))
+    new = traits(GeneratorOptions(min_work=2e8, max_work=3e9))
+    for trait, share in new.items():
+        assert old[trait] <= 0.05 and share >= 0.1, (trait, old[trait], share)
+
+
+def test_a_family_of_a_later_generator_version_is_refused():
+    assert GeneratorOptions(version=1).families == FAMILIES[:-1] and "matvec" in FAMILIES
+    with pytest.raises(LoopcostError, match="version 1 draws no matvec programs \\(from version 2 on\\)"):
+        GeneratorOptions(version=1, families=("map", "matvec"))
+    with pytest.raises(LoopcostError, match="unknown generator version 9"):
+        GeneratorOptions(version=9)
 
 
 def test_iterated_stencils_carry_dependences_across_time_and_offer_skews():
@@ -177,11 +249,11 @@ def test_a_database_timed_before_censoring_resumes_with_its_timing_only(tmp_path
     build(db, programs=1, cfg=legacy, workers=1, progress=False)
 
     def untimed(settings):
-        for key in ("timed_check", "censor", "steady"):  # as such builds stored their timing
+        for key in ("timed_check", "censor", "steady", "abort"):  # as such builds stored their timing
             del settings["timing"][key]
 
     _stored_as_before(db, untimed)
-    with pytest.raises(LoopcostError, match="timed as --legacy-timing times"):
+    with pytest.raises(LoopcostError, match="pass --legacy-timing to resume it"):
         build(db, programs=2, cfg=BuildConfig(seed=3, schedules=2, generator=TINY), workers=1, progress=False)
     assert build(db, programs=2, cfg=legacy, workers=1, progress=False)["programs"] == 1
 
@@ -202,6 +274,26 @@ def test_a_seed_built_before_a_version_changed_does_not_resume(tmp_path, key, no
     with pytest.raises(LoopcostError, match=f"{key} 1 \\(now {now}\\).*{why}"):
         build(db, programs=2, cfg=cfg, workers=1, progress=False)
     assert build(db, programs=1, cfg=replace(cfg, seed=4), workers=1, progress=False)["programs"] == 1
+
+
+def test_a_seed_drawn_by_generator_version_1_and_run_to_the_end_resumes_with_both_only(tmp_path):
+    """A build of before December 2026: programs of generator version 1, every run to its end."""
+    db = str(tmp_path / "d.db")
+    old = BuildConfig(seed=3, schedules=2, generator=GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20,
+                                                                      version=1),
+                      timing=replace(DATASET_TIMING, abort=0.0))
+    build(db, programs=1, cfg=old, workers=1, progress=False)
+
+    def unversioned(settings):  # as builds stored them before the version and the abort existed
+        assert settings["generator"].pop("version") == 1 and settings["timing"].pop("abort") == 0
+
+    _stored_as_before(db, unversioned)
+    now = BuildConfig(seed=3, schedules=2, generator=TINY)
+    with pytest.raises(LoopcostError, match="pass --generator-version 1 --abort 0 to resume it"):
+        build(db, programs=2, cfg=now, workers=1, progress=False)
+    with pytest.raises(LoopcostError, match="pass --abort 0 to resume it"):
+        build(db, programs=2, cfg=replace(now, generator=old.generator), workers=1, progress=False)
+    assert build(db, programs=2, cfg=old, workers=1, progress=False)["programs"] == 1
 
 
 @pytest.mark.slow

@@ -5,10 +5,11 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
-from loopcost.codegen.compiler import Toolchain, Unit
+from loopcost.codegen.compiler import Toolchain, Unit, compile_units
 from loopcost.codegen.harness import Harness, compilers_harness, state_harness
 from loopcost.ir.state import ProgramState
 from loopcost.kernels import KERNELS
@@ -128,6 +129,47 @@ def test_limits_stop_a_harness_that_allocates_writes_or_spins_without_end(tmp_pa
     assert spun[0].error == "limit: more than 1 s of CPU time"
     # the defaults leave a real harness alone
     assert Limits.for_run(10).address_space > 1 << 30 and Limits.for_run(10).cpu_seconds >= 10
+
+
+def test_a_run_past_the_abort_factor_ends_its_variant_and_the_rest_run_on(tmp_path, monkeypatch):
+    """``Timing.abort``: a run of a variant longer than the factor times the reference's fastest run (floor set
+    to 0 here) ends the harness's process; that variant fails, the ones after it run in a fresh process, and
+    the reference (variant 0) is never stopped."""
+    from loopcost.codegen import harness
+    from loopcost.runner.process import run_variants
+
+    monkeypatch.setattr(harness, "ABORT_FLOOR_S", 0.0)
+    h = state_harness([ProgramState.initial(matvec())] * 3, Toolchain())
+    exe = compile_units(h.units, cache=False)
+    timing = Timing(min_runs=2, warmup=0, timed_check=True, abort=2.0)
+    # the reference's fastest run given as a nanosecond: every run of variants 1 and 2 is past 2 ns
+    runs = run_variants(exe, [1, 2, 0], timing=timing, reference_min=1e-9)
+    assert [r.error for r in runs[:2]] == ["limit: a run took more than 2 times the unscheduled program's "
+                                           "fastest"] * 2
+    assert runs[2].error is None and len(runs[2].times) == 2
+    # without the factor, nothing is stopped
+    assert all(r.error is None for r in run_variants(exe, [1, 2, 0], timing=replace(timing, abort=0.0),
+                                                     reference_min=1e-9))
+
+
+def test_the_variants_after_a_stopped_one_are_told_the_reference_time(tmp_path):
+    """A process that runs the variants after a stopped one no longer runs variant 0 first: it is given its
+    fastest run (``ref_min_ns``), so that censoring and stopping still apply there."""
+    from loopcost.runner.process import run_variants
+
+    log = tmp_path / "argv.log"
+    fake = _script(tmp_path / "fake", f"""import json, os, signal
+open({str(log)!r}, "a").write(" ".join(sys.argv[1:]) + "\\n")
+for v in next(a for a in sys.argv if a.startswith("variants=")).split("=")[1].split(","):
+    if v == "1":
+        os.kill(os.getpid(), signal.SIGALRM)
+    print(json.dumps({{"variant": int(v), "errors": {{}}, "checksums": {{}}, "times_s": [0.25, 0.5]}}), flush=True)""")
+    runs = run_variants(fake, [0, 1, 2], timing=Timing(abort=5.0))
+    assert runs[0].times == (0.25, 0.5) and runs[1].error.startswith("limit: a run took more than 5 times")
+    assert runs[2].times == (0.25, 0.5)
+    first, second = log.read_text().splitlines()
+    assert "ref_min_ns" not in first and "abort_x1000=5000" in first
+    assert second.endswith("variants=2 ref_min_ns=250000000")
 
 
 def _take_machine_lock(out: str) -> None:

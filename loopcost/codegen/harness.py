@@ -3,7 +3,7 @@
 The executable takes ``key=value`` arguments::
 
     prog seed=S warmup=W min_runs=A max_runs=B min_time_us=T max_time_us=U [timed_check=1]
-         [censor_x1000=K] [steady_x1000=F] [dump=PREFIX] variants=0,3,5
+         [censor_x1000=K] [steady_x1000=F] [abort_x1000=A] [ref_min_ns=N] [dump=PREFIX] variants=0,3,5
 
 It allocates every buffer (64-byte aligned), fills it from the seed, and runs
 variant 0 (by convention the unscheduled program) once to get the reference
@@ -21,7 +21,10 @@ output. Then, for each listed variant, it:
    with ``steady_x1000=F``, timing stops once two or more runs and ``min_time`` are done and
    the slowest run is within F/1000 of the fastest; with ``censor_x1000=K``, a variant that
    would run again although its two runs so far both took more than K/1000 times the fastest
-   run of variant 0 stops there (a *censored* time: it is at least that slow);
+   run of variant 0 stops there (a *censored* time: it is at least that slow); with ``abort_x1000=A``, a run
+   of a variant that takes longer than A/1000 times variant 0's fastest run (and ``ABORT_FLOOR_S``) ends the
+   process with SIGALRM: the variant has no result (``ref_min_ns=N`` gives variant 0's fastest run when the
+   variants listed do not include it: a process that runs the variants after a stopped one);
 3. prints one JSON line: ``{"variant", "errors": {buffer: [rel err, flat index of the worst
    element]}, "checksums", "times_s", "censored"}``
    and flushes it, so a crash in a later variant loses nothing before it.
@@ -42,12 +45,17 @@ from ..ir.state import ProgramState
 from .c_source import MACROS, buffer_params, c_identifier, kernel_c
 from .compiler import Toolchain, Unit
 
+#: seconds a run may always take before ``abort_x1000`` stops it (a program of a millisecond is not stopped by a
+#: stall of the machine)
+ABORT_FLOOR_S = 1.0
+
 PRELUDE = r"""
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 """ + MACROS + r"""
@@ -64,6 +72,13 @@ static double lc_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* SIGALRM (which ends the process) after s seconds (at least a microsecond); 0 disarms */
+static void __attribute__((unused)) lc_deadline(double s) {
+  struct itimerval t = {{0, 0}, {(time_t)s, (suseconds_t)(1e6 * (s - (double)(time_t)s))}};
+  if (s > 0 && !t.it_value.tv_sec && !t.it_value.tv_usec) t.it_value.tv_usec = 1;
+  setitimer(ITIMER_REAL, &t, NULL);
 }
 
 static uint32_t lc_hash(uint32_t seed, uint32_t buf, uint32_t i) {
@@ -366,7 +381,8 @@ int main(int lc_argc, char **lc_argv) {{
   int lc_timed_check = (int)lc_arg(lc_argc, lc_argv, "timed_check", 0);
   double lc_censor = 1e-3 * (double)lc_arg(lc_argc, lc_argv, "censor_x1000", 0);
   double lc_steady = 1e-3 * (double)lc_arg(lc_argc, lc_argv, "steady_x1000", 0);
-  double lc_ref_min = 0.0;
+  double lc_abort = 1e-3 * (double)lc_arg(lc_argc, lc_argv, "abort_x1000", 0);
+  double lc_ref_min = 1e-9 * (double)lc_arg(lc_argc, lc_argv, "ref_min_ns", 0);
   const char *lc_dump_to = lc_sarg(lc_argc, lc_argv, "dump");
   const char *lc_list = lc_sarg(lc_argc, lc_argv, "variants");
   if (!lc_list) lc_list = "0";
@@ -382,8 +398,12 @@ int main(int lc_argc, char **lc_argv) {{
     int lc_v = (int)strtol(lc_c, (char **)&lc_c, 10);
     if (*lc_c == ',') lc_c++;
     lc_reset();
+    double lc_limit = lc_v != 0 && lc_abort > 0 && lc_ref_min > 0
+                      ? fmax(lc_abort * lc_ref_min, {ABORT_FLOOR_S!r}) : 0;
     double lc_first = lc_now();
+    lc_deadline(lc_limit);
     lc_run(lc_v);
+    lc_deadline(0);
     lc_first = lc_now() - lc_first;
     printf("{{\\"variant\\": %d, \\"errors\\": {{", lc_v);
 {errors}
@@ -398,7 +418,9 @@ int main(int lc_argc, char **lc_argv) {{
       lc_n = 1; lc_total = lc_lo = lc_hi = lc_first;
       printf("%.9g", lc_first);
     }} else {{
-      for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_reset(); lc_run(lc_v); }}
+      for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{
+        lc_reset(); lc_deadline(lc_limit); lc_run(lc_v); lc_deadline(0);
+      }}
     }}
     while (lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)
            && !(lc_n > 0 && lc_max_time > 0 && lc_total >= lc_max_time)
@@ -409,7 +431,9 @@ int main(int lc_argc, char **lc_argv) {{
       }}
       lc_reset();
       double lc_t0 = lc_now();
+      lc_deadline(lc_limit);
       lc_run(lc_v);
+      lc_deadline(0);
       double lc_t = lc_now() - lc_t0;
       lc_total += lc_t;
       if (lc_n == 0 || lc_t < lc_lo) lc_lo = lc_t;

@@ -45,6 +45,31 @@ def _check_machine(store: Store, r: BatchResult, allow_mixed: bool) -> int:
     return store.machine_id(r.fingerprint, r.machine)
 
 
+def _resume_hint(before: dict, settings: dict) -> str:
+    """How to resume a build stored with the settings ``before`` that differ from ``settings``."""
+    if before["codegen"] != VERSION_WITHOUT_TEMPS:
+        return ("; its labels were measured on C from an older code generator, which this version no longer prints: "
+                "continue in another --db")
+    if before["space"] != SPACE_VERSION:
+        return ("; its schedules were drawn from an older space of schedules (other skews), which this version no "
+                "longer draws: continue with another --seed")
+    flags, fixed = [], json.loads(json.dumps(settings))
+    if before["generator"]["version"] != settings["generator"]["version"]:
+        flags.append(f"--generator-version {before['generator']['version']}")
+        fixed["generator"] = {**settings["generator"], "version": before["generator"]["version"],
+                              "families": before["generator"]["families"],
+                              "max_bytes": before["generator"]["max_bytes"]}
+    if before["timing"] == asdict(LEGACY_TIMING) and settings["timing"] != before["timing"]:
+        flags.append("--legacy-timing")
+        fixed["timing"] = before["timing"]
+    elif before["timing"]["abort"] != settings["timing"]["abort"]:
+        flags.append(f"--abort {before['timing']['abort']:g}")
+        fixed["timing"] = {**settings["timing"], "abort": before["timing"]["abort"]}
+    if flags and fixed == before:
+        return f"; it was built by an older loopcost: pass {' '.join(flags)} to resume it, or use another seed"
+    return "; use the same settings to resume, or another seed or --db"
+
+
 def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster: str | None = None,
           allow_mixed: bool = False, noise_fraction: float = NOISE_FRACTION, progress: bool = True,
           security: str | None = None) -> dict:
@@ -65,16 +90,14 @@ def build(db: str, *, programs: int, cfg: BuildConfig, workers: int = 2, cluster
             before = {"staged_share": 0.0, "codegen": 1, "space": 1, **json.loads(old)}
             # builds before censoring timed every schedule in full, after an untimed check
             before["timing"] = {"timed_check": False, "censor": 0.0, "steady": 0.0, **before["timing"]}
+            # builds before slow runs were stopped ran every one to its end
+            before["timing"] = {"abort": 0.0, **before["timing"]}
+            # builds before the generator's version was stored drew version 1's programs
+            before["generator"] = {"version": 1, **before["generator"]}
             if before != settings:
                 differ = ", ".join(f"{k} {before.get(k)!r} (now {v!r})" for k, v in settings.items()
                                    if before.get(k) != v)
-                hint = ("; its labels were measured on C from an older code generator, which this version no "
-                        "longer prints: continue in another --db" if before["codegen"] != VERSION_WITHOUT_TEMPS else
-                        "; its schedules were drawn from an older space of schedules (other skews), which this "
-                        "version no longer draws: continue with another --seed" if before["space"] != SPACE_VERSION else
-                        "; it was timed as --legacy-timing times: pass it to resume, or use another seed"
-                        if before["timing"] == asdict(LEGACY_TIMING) and settings["timing"] != before["timing"] else
-                        "; use the same settings to resume, or another seed or --db")
+                hint = _resume_hint(before, settings)
                 raise LoopcostError(f"{db} was built with seed {cfg.seed} and other settings: {differ}{hint}")
         store.set_meta(f"build:{cfg.seed}", config)
         todo = [i for i in range(programs) if i not in store.done_indices(cfg.seed)]

@@ -20,7 +20,7 @@ from ..ir.program import Program
 from ..ir.state import ProgramState
 from ..runner import Timing
 from ..runner.local import harnesses, measure_built
-from ..runner.process import machine_busy
+from ..runner.process import ABORT, machine_busy
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions
 
@@ -34,7 +34,7 @@ LEGACY_TIMING = Timing(min_runs=3, warmup=0, max_runs=30, min_time=0.02, max_tim
 CENSOR = 3.0
 STEADY = 0.02
 DATASET_TIMING = Timing(min_runs=3, warmup=0, max_runs=30, min_time=0.02, max_time=0.25, timed_check=True,
-                        censor=CENSOR, steady=STEADY)
+                        censor=CENSOR, steady=STEADY, abort=ABORT)
 
 
 @dataclass(frozen=True)

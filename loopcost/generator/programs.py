@@ -5,12 +5,19 @@ assignments, element-wise maps (with transposed and shifted reads), stencils
 in 1-3 dimensions with radius 1-2, stencils swept in a time loop (Jacobi's two
 buffers or Gauss-Seidel in place: the loop-carried dependences that skewing and
 wavefronts are for), matmul-like and along-a-dimension reductions, direct
-convolutions, and triangular nests. A computation reads the
-previous one's output when their shapes agree (producer-consumer), and
-consecutive maps over the same space may share outer loops. Extents come from
-small, medium and large pools, scaled so that the estimated work lands in a
-target range (about 1 to 200 ms unscheduled). The same seed gives the same
+convolutions, triangular nests and (version 2) matrix-vector products and
+rank-1 updates. A computation reads the previous one's output when their shapes
+agree (producer-consumer), and consecutive maps over the same space may share
+outer loops. Extents come from small, medium and large pools (version 2: and an
+extra-large one for programs of one or two dimensions), scaled so that the
+estimated work lands in a target range. The same seed and version give the same
 programs.
+
+Version 2 covers what the library's kernels hold and version 1 never drew (``bench/TRAIN-amd.md``): reads
+that stay put while the innermost loop runs (``x[i]`` in a ``j`` loop: matrix-vector products), reductions
+written as perfect nests (their initialization in a nest of its own, so that the reduction loop can move
+outward), extents above 2048 and memory above 64 MiB (programs that stream from DRAM), subtraction and
+division.
 """
 
 from __future__ import annotations
@@ -26,13 +33,27 @@ from ..ir.program import Program
 
 POOLS = {"small": (16, 24, 32, 48, 64), "medium": (96, 128, 192, 256, 384),
          "large": (512, 768, 1024, 1536, 2048)}
-FAMILIES = ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular", "iterated")
+#: version 2: extents of programs of one or two dimensions (a vector of 10000, a matrix of 6000 x 5000)
+XLARGE = (3000, 4096, 5000, 6144, 8000, 10000)
+#: version 2: the share of computations of one or two dimensions that may draw from ``XLARGE``
+XLARGE_SHARE = 0.35
+#: version 2: the share of programs whose memory may exceed version 1's limit (the others stay within it, so that
+#: programs in cache keep their share; a kernel of the library over 64 MiB streams from DRAM: 8 of 28)
+LARGE_MEMORY_SHARE = 0.2
+#: the version of the generator: builds record it, since the programs a seed draws depend on it
+GENERATOR_VERSION = 2
+#: each version's families (the default: all of them) and memory limit per program
+VERSION_FAMILIES = {1: ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular", "iterated")}
+VERSION_FAMILIES[2] = (*VERSION_FAMILIES[1], "matvec")
+VERSION_MAX_BYTES = {1: 64 * 2**20, 2: 2**30}
+FAMILIES = VERSION_FAMILIES[GENERATOR_VERSION]
 
 
-def parse_families(text: str | None) -> tuple[str, ...]:
-    """``--families a,b``: program families of the generator, checked; all of them when ``text`` is None."""
+def parse_families(text: str | None) -> tuple[str, ...] | None:
+    """``--families a,b``: program families of the generator, checked; None (all of the version's) when
+    ``text`` is None."""
     if text is None:
-        return FAMILIES
+        return None
     names = tuple(f.strip() for f in text.split(",") if f.strip())
     unknown = sorted(set(names) - set(FAMILIES))
     if unknown or not names:
@@ -43,18 +64,31 @@ ITERS = "ijklm"
 
 @dataclass(frozen=True)
 class GeneratorOptions:
-    """Work is estimated as points x operations; programs outside the range are redrawn."""
+    """Work is estimated as points x operations; programs outside the range are redrawn. ``max_bytes`` and
+    ``families`` left None are the ``version``'s (``VERSION_MAX_BYTES``, ``VERSION_FAMILIES``)."""
 
     min_work: float = 2e6
     max_work: float = 1.5e8
-    max_bytes: int = 64 * 2**20
+    max_bytes: int | None = None
     max_comps: int = 6
-    families: tuple[str, ...] = FAMILIES
+    families: tuple[str, ...] | None = None
     dtypes: tuple[str, ...] = ("float64", "float32")
+    version: int = GENERATOR_VERSION
 
     def __post_init__(self) -> None:
+        if self.version not in VERSION_FAMILIES:
+            raise LoopcostError(f"unknown generator version {self.version}; use one of "
+                                f"{', '.join(map(str, VERSION_FAMILIES))}")
         if not 0 < self.min_work < self.max_work:
             raise LoopcostError("--min-work must be positive and below --max-work")
+        if self.max_bytes is None:
+            object.__setattr__(self, "max_bytes", VERSION_MAX_BYTES[self.version])
+        if self.families is None:
+            object.__setattr__(self, "families", VERSION_FAMILIES[self.version])
+        newer = sorted(set(self.families) - set(VERSION_FAMILIES[self.version]))
+        if newer:
+            raise LoopcostError(f"generator version {self.version} draws no {', '.join(newer)} programs (from "
+                                f"version {min(v for v, f in VERSION_FAMILIES.items() if newer[0] in f)} on)")
 
 
 @dataclass
@@ -64,6 +98,10 @@ class _Plan:
     rng: random.Random
     p: ProgramBuilder
     dtype: str
+    version: int = 1
+    #: it holds matrix-vector work, which reaches the work of a bench-scale program only in memory beyond the
+    #: caches (one pass over the matrix): version 2 lets it take up to ``max_bytes``
+    streams: bool = False
     work: float = 0.0
     bytes: int = 0
     n_buf: int = 0
@@ -89,12 +127,14 @@ class _Plan:
         return out
 
 
-def _extents(rng: random.Random, rank: int, budget: float) -> tuple[int, ...]:
-    """``rank`` extents from the pools whose product is near ``budget``."""
-    pool = rng.choice(list(POOLS))
-    ext = [rng.choice(POOLS[pool]) for _ in range(rank)]
-    all_sizes = sorted({s for sizes in POOLS.values() for s in sizes})
-    for _ in range(40):  # move single extents along the pool ladder toward the budget
+def _extents(rng: random.Random, rank: int, budget: float, version: int = 1) -> tuple[int, ...]:
+    """``rank`` extents from the pools whose product is near ``budget`` (version 2: the extra-large pool too,
+    for one or two dimensions)."""
+    pools = POOLS | ({"xlarge": XLARGE} if version >= 2 and rank <= 2 and rng.random() < XLARGE_SHARE else {})
+    pool = rng.choice(list(pools))
+    ext = [rng.choice(pools[pool]) for _ in range(rank)]
+    all_sizes = sorted({s for sizes in pools.values() for s in sizes})
+    for _ in range(40 if version == 1 else 80):  # move single extents along the pool ladder toward the budget
         prod = math.prod(ext)
         if budget / 2 <= prod <= budget * 2:
             break
@@ -109,17 +149,19 @@ def _coef(rng: random.Random) -> float:
     return round(rng.uniform(0.1, 0.9), 2)
 
 
-def _combine(rng: random.Random, terms: list[Expr]) -> Expr:
-    """A random arithmetic combination that keeps values bounded."""
+def _combine(rng: random.Random, terms: list[Expr], version: int = 1) -> Expr:
+    """A random arithmetic combination that keeps values bounded (version 2: divisions too)."""
     out = terms[0] * _coef(rng)
     for t in terms[1:]:
-        op = rng.choice("+-*m")
+        op = rng.choice("+-*m" if version == 1 else "+-*/m")
         if op == "+":
             out = out + t * _coef(rng)
         elif op == "-":
             out = out - t * _coef(rng)
         elif op == "*":
             out = out * t
+        elif op == "/":  # by a value at least 0.5 away from zero
+            out = out / (t * t + _coef(rng) + 0.5)
         else:
             out = call(rng.choice(["max", "min"]), out, t)
     if rng.random() < 0.15:
@@ -129,7 +171,7 @@ def _combine(rng: random.Random, terms: list[Expr]) -> Expr:
 
 def _map(pl: _Plan, budget: float, rank: int, assign_only: bool = False) -> None:
     rng = pl.rng
-    ext = _extents(rng, rank, budget)
+    ext = _extents(rng, rank, budget, pl.version)
     out = pl.result(ext)
     shared = pl.rng.random() < 0.3 and rank > 1
     with _nest(pl.p, ITERS[:rank], ext) as loops:
@@ -147,7 +189,7 @@ def _map(pl: _Plan, budget: float, rank: int, assign_only: bool = False) -> None
             shape = tuple(ext[perm[d]] + shift[d] for d in range(rank))
             src = pl.source(shape)
             terms.append(src[tuple(loops[perm[d]] + shift[d] for d in range(rank))])
-        out[tuple(loops)] = _combine(rng, terms)
+        out[tuple(loops)] = _combine(rng, terms, pl.version)
         pl.work += math.prod(ext) * (2 * len(terms) + 1)
         if shared:  # a second computation in the same nest, reading the first
             out2 = pl.result(ext)
@@ -180,7 +222,7 @@ class _nest:
 def _stencil(pl: _Plan, budget: float, rank: int) -> None:
     rng = pl.rng
     r = rng.choice([1, 1, 2])
-    ext = _extents(rng, rank, budget)
+    ext = _extents(rng, rank, budget, pl.version)
     ext = tuple(max(e, 2 * r + 2) for e in ext)
     src = pl.source(ext)
     out = pl.result(ext)
@@ -191,13 +233,36 @@ def _stencil(pl: _Plan, budget: float, rank: int) -> None:
                 off = [0] * rank
                 off[d] = sgn * o
                 offsets.append(tuple(off))
+    _written_order(pl, offsets)
     with _nest(pl.p, ITERS[:rank], tuple(e - r for e in ext), (r,) * rank) as its:
         acc = None
         for off in offsets:
             term = src[tuple(it + o for it, o in zip(its, off, strict=True))]
             acc = term if acc is None else acc + term
-        out[tuple(its)] = acc * round(1.0 / len(offsets), 4)
+        out[tuple(its)] = _average(pl, acc, src[tuple(its)], len(offsets))
     pl.work += math.prod(ext) * 2 * len(offsets)
+
+
+def _average(pl: _Plan, acc: Expr, centre: Expr, n: int) -> Expr:
+    """A stencil's update from the sum ``acc`` of its ``n`` points: their mean (version 2: sometimes divided,
+    as ``/ 9.0``, or a diffusion step ``c + k * (acc - n * c)``, as heat equations write it)."""
+    form = "mean" if pl.version == 1 else pl.rng.choice(["mean", "divided", "diffusion"])
+    if form == "divided":
+        return acc / float(n)
+    if form == "diffusion":
+        return centre + (acc - centre * float(n)) * round(0.5 / n, 4)
+    return acc * round(1.0 / n, 4)
+
+
+def _written_order(pl: _Plan, offsets: list[tuple[int, ...]]) -> None:
+    """Version 2: a stencil's points in the order of one that writes them, e.g. ``A[i-1] + A[i] + A[i+1]``
+    (version 1 reads the centre first, then each axis's neighbours)."""
+    if pl.version == 1:
+        return
+    if pl.rng.random() < 0.5:
+        offsets.sort()
+    else:
+        pl.rng.shuffle(offsets)
 
 
 def _neighbours(rng: random.Random, rank: int) -> list[tuple[int, ...]]:
@@ -218,8 +283,9 @@ def _iterated(pl: _Plan, budget: float, rank: int) -> None:
     steps = rng.choice([2, 4, 8, 16, 32, 64, 128])
     in_place = rng.random() < 0.4
     offsets = _neighbours(rng, rank)
+    _written_order(pl, offsets)
     sweeps = 1 if in_place else 2
-    ext = tuple(max(e, 4) for e in _extents(rng, rank, budget / (steps * sweeps * 2 * len(offsets))))
+    ext = tuple(max(e, 4) for e in _extents(rng, rank, budget / (steps * sweeps * 2 * len(offsets)), pl.version))
     a = pl.result(ext)
     b = a if in_place else pl.result(ext)
     with pl.p.loop("t", 0, steps):
@@ -229,35 +295,49 @@ def _iterated(pl: _Plan, budget: float, rank: int) -> None:
                 for off in offsets:
                     term = src[tuple(it + o for it, o in zip(its, off, strict=True))]
                     acc = term if acc is None else acc + term
-                dst[tuple(its)] = acc * round(1.0 / len(offsets), 4)
+                dst[tuple(its)] = _average(pl, acc, src[tuple(its)], len(offsets))
     pl.work += steps * sweeps * math.prod(ext) * 2 * len(offsets)
 
 
 def _matmul(pl: _Plan, budget: float) -> None:
     rng = pl.rng
-    ni, nj, nk = _extents(rng, 3, budget)
+    ni, nj, nk = _extents(rng, 3, budget, pl.version)
     a = pl.source((ni, nk))
     b = pl.buffer((nk, nj), "input") if rng.random() < 0.5 else pl.buffer((nj, nk), "input")
     transposed = b.buffer.shape == (nj, nk) and nj != nk
     out = pl.result((ni, nj))
+    perfect = _zeroed_apart(pl, out, (ni, nj))
     with pl.p.loop("i", 0, ni) as i:
         with pl.p.loop("j", 0, nj) as j:
-            out[i, j] = 0.0
+            if not perfect:
+                out[i, j] = 0.0
             with pl.p.loop("k", 0, nk) as k:
                 out[i, j] += a[i, k] * (b[j, k] if transposed else b[k, j])
     pl.work += ni * nj * nk * 3
 
 
+def _zeroed_apart(pl: _Plan, out: BufferRef, shape: tuple[int, ...]) -> bool:
+    """Version 2, half of the time: ``out`` set to zero in a nest of its own, so that the reduction after it
+    is a perfect nest (its reduction loop can then move outward); returns whether it was."""
+    if pl.version == 1 or pl.rng.random() < 0.5:
+        return False
+    with _nest(pl.p, ITERS[:len(shape)], shape) as its:
+        out[tuple(its)] = 0.0
+    return True
+
+
 def _sum(pl: _Plan, budget: float, rank: int) -> None:
     rng = pl.rng
-    ext = _extents(rng, rank, budget)
+    ext = _extents(rng, rank, budget, pl.version)
     src = pl.source(ext)
     axis = rng.randrange(rank)
     keep = tuple(e for d, e in enumerate(ext) if d != axis)
     out = pl.result(keep)
     keep_names = ITERS[:rank - 1]
+    perfect = _zeroed_apart(pl, out, keep)
     with _nest(pl.p, keep_names, keep) as its:
-        out[tuple(its)] = 0.0
+        if not perfect:
+            out[tuple(its)] = 0.0
         with pl.p.loop("r", 0, ext[axis]) as r:
             idx = list(its)
             idx.insert(axis, r)
@@ -269,7 +349,7 @@ def _conv(pl: _Plan, budget: float) -> None:
     rng = pl.rng
     k = rng.choice([3, 5])
     nf = rng.choice([4, 8, 16])
-    h, w = _extents(rng, 2, budget / (nf * k * k))
+    h, w = _extents(rng, 2, budget / (nf * k * k), pl.version)
     h, w = max(h, k + 1), max(w, k + 1)
     src = pl.source((h, w))
     wt = pl.buffer((nf, k, k), "input")
@@ -281,9 +361,59 @@ def _conv(pl: _Plan, budget: float) -> None:
     pl.work += nf * h * w * k * k * 3
 
 
+def _matvec(pl: _Plan, budget: float) -> None:
+    """Matrix-vector work (BLAS 2, version 2): ``y = A x`` along rows (``y[i] += A[i,j] x[j]``) or columns
+    (``y[j] += A[i,j] x[i]``: ``x[i]`` stays put in the ``j`` loop), both in one nest (BiCG), ``A`` read
+    transposed, a rank-1 update ``A + u v^T`` or ``A``'s columns centred and its rows scaled."""
+    rng = pl.rng
+    pl.streams = True
+    m, n = _extents(rng, 2, budget, pl.version)
+    kind = rng.choice(["rows", "columns", "both", "rank1", "centre"])
+    transposed = kind in ("rows", "columns") and m != n and rng.random() < 0.3
+    a = pl.source((n, m) if transposed else (m, n))
+
+    def at(i, j):
+        return a[j, i] if transposed else a[i, j]
+
+    if kind in ("rows", "columns", "both"):
+        ys = {"rows": [(m, "i")], "columns": [(n, "j")], "both": [(n, "j"), (m, "i")]}[kind]
+        outs = [(pl.result((size,)), it) for size, it in ys]
+        # x along the loop the result does not follow; read first, so a previous vector output can feed it
+        xs = [pl.source((n,) if it == "i" else (m,)) for _, it in ys]
+        perfect = rng.random() < 0.5 or kind != "rows"
+        if perfect:
+            for (y, _), (size, _) in zip(outs, ys, strict=True):
+                with pl.p.loop("i", 0, size) as i:
+                    y[i] = 0.0
+        with pl.p.loop("i", 0, m) as i:
+            if not perfect:
+                outs[0][0][i] = 0.0
+            with pl.p.loop("j", 0, n) as j:
+                for (y, it), x in zip(outs, xs, strict=True):
+                    if it == "i":
+                        y[i] += at(i, j) * x[j]
+                    else:
+                        y[j] += at(i, j) * x[i]
+        pl.work += m * n * 2 * len(outs)
+        return
+    out = pl.result((m, n))
+    with pl.p.loop("i", 0, m) as i:
+        with pl.p.loop("j", 0, n) as j:
+            if kind == "rank1":
+                terms = rng.randint(1, 2)
+                acc = a[i, j]
+                for _ in range(terms):
+                    acc = acc + pl.buffer((m,), "input")[i] * pl.buffer((n,), "input")[j]
+                out[i, j] = acc
+                pl.work += m * n * (1 + 2 * terms)
+            else:
+                out[i, j] = (a[i, j] - pl.buffer((n,), "input")[j]) * pl.buffer((m,), "input")[i]
+                pl.work += m * n * 2
+
+
 def _triangular(pl: _Plan, budget: float) -> None:
     rng = pl.rng
-    (n,) = _extents(rng, 1, math.sqrt(2 * budget))
+    (n,) = _extents(rng, 1, math.sqrt(2 * budget), pl.version)
     src = pl.source((n, n))
     out = pl.result((n, n))
     with pl.p.loop("i", 0, n) as i:
@@ -296,9 +426,14 @@ def _triangular(pl: _Plan, budget: float) -> None:
 
 
 def random_program(rng: random.Random, name: str, opts: GeneratorOptions = GeneratorOptions()) -> Program:
-    """One random program; redraws until its work and memory fit ``opts``."""
+    """One random program; redraws until its work and memory fit ``opts`` (version 2: a share
+    ``LARGE_MEMORY_SHARE`` of the programs, and those with matrix-vector work, may take up to ``opts.max_bytes``,
+    the others version 1's limit)."""
+    limit = opts.max_bytes
+    if opts.version >= 2 and rng.random() >= LARGE_MEMORY_SHARE:
+        limit = min(limit, VERSION_MAX_BYTES[1])
     for _ in range(100):
-        pl = _Plan(rng, ProgramBuilder(name), rng.choice(opts.dtypes))
+        pl = _Plan(rng, ProgramBuilder(name), rng.choice(opts.dtypes), opts.version)
         n_comps = rng.randint(1, opts.max_comps)
         target = math.exp(rng.uniform(math.log(opts.min_work), math.log(opts.max_work)))
         per_comp = target / n_comps
@@ -319,9 +454,11 @@ def random_program(rng: random.Random, name: str, opts: GeneratorOptions = Gener
                 _conv(pl, per_comp / 3)
             elif fam == "iterated":
                 _iterated(pl, per_comp, rng.randint(1, 3))
+            elif fam == "matvec":
+                _matvec(pl, per_comp / 2)
             else:
                 _triangular(pl, per_comp / 2)
-        if (opts.min_work <= pl.work <= opts.max_work and pl.bytes <= opts.max_bytes
+        if (opts.min_work <= pl.work <= opts.max_work and pl.bytes <= (opts.max_bytes if pl.streams else limit)
                 and pl.p.n_computations <= opts.max_comps):
             return pl.p.build()
     raise RuntimeError("could not draw a program within the work and memory limits; widen GeneratorOptions")

@@ -51,6 +51,11 @@ def machine_busy():
         yield
 
 
+#: the factor past which the dataset's and the searches' runs are stopped (``Timing.abort``): on the AMD EPYC dataset
+#: (7.3 h of runs) the 3.4% of labels slower than 1/20 took 1.6 h past that point; no search keeps such a schedule
+ABORT = 20.0
+
+
 @dataclass(frozen=True)
 class Timing:
     """How many runs: ``warmup`` untimed, then at least ``min_runs`` and ``min_time`` seconds,
@@ -63,7 +68,9 @@ class Timing:
     would run again although its first two runs were both more than ``censor`` times slower than the
     reference's fastest run stops there, its time *censored* (a lower bound). Two runs, not one: with
     one, a run stalled by another process (a compiler beside it) censored 12 of 105 labels wrongly
-    (``bench/BUILD.md``)."""
+    (``bench/BUILD.md``); ``abort`` (> 1): a run of a schedule still going after ``abort`` times the reference's
+    fastest run (and at least ``harness.ABORT_FLOOR_S``) is stopped, and the schedule fails (no label: its
+    check did not finish): a schedule 200 times slower costs ``abort`` times the program, not 200 times twice."""
 
     min_runs: int = 5
     warmup: int = 1
@@ -73,6 +80,7 @@ class Timing:
     timed_check: bool = False
     censor: float = 0.0
     steady: float = 0.0
+    abort: float = 0.0
 
     def __post_init__(self) -> None:
         if self.timed_check and self.warmup:
@@ -81,12 +89,15 @@ class Timing:
             raise LoopcostError(f"censoring needs a factor above 1 and a timed check (censor={self.censor:g})")
         if self.steady < 0:
             raise LoopcostError(f"the steady spread must be at least 0 (steady={self.steady:g})")
+        if self.abort and self.abort <= 1:
+            raise LoopcostError(f"stopping slow runs needs a factor above 1 (abort={self.abort:g})")
 
     def args(self) -> list[str]:
         return [f"warmup={self.warmup}", f"min_runs={self.min_runs}",
                 f"max_runs={self.max_runs or self.min_runs}", f"min_time_us={int(self.min_time * 1e6)}",
                 f"max_time_us={int(self.max_time * 1e6)}", f"timed_check={int(self.timed_check)}",
-                f"censor_x1000={round(self.censor * 1000)}", f"steady_x1000={round(self.steady * 1000)}"]
+                f"censor_x1000={round(self.censor * 1000)}", f"steady_x1000={round(self.steady * 1000)}",
+                f"abort_x1000={round(self.abort * 1000)}"]
 
 
 @dataclass(frozen=True)
@@ -129,17 +140,20 @@ def _why(returncode: int, stderr: str) -> str:
 
 def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), seed: int = 0,
                  dump_prefix: str | None = None, timeout: float = 120.0,
-                 limits: Limits | None = None) -> list[RunResult]:
+                 limits: Limits | None = None, reference_min: float | None = None) -> list[RunResult]:
     """Run ``variants`` of a harness in one process within ``limits`` (default ``Limits.for_run(timeout)``);
     one RunResult per variant, in order.
 
-    A variant that crashes, times out or runs into a limit gets an error; the variants after it
-    run again in a fresh process, so one bad schedule costs only itself.
+    A variant that crashes, times out, runs into a limit or runs past ``timing.abort`` gets an error; the
+    variants after it run again in a fresh process, so one bad schedule costs only itself (``reference_min``:
+    the fastest run of variant 0, for censoring and stopping when variant 0 is not among ``variants``).
     """
     if not variants:
         return []
     limits = limits or Limits.for_run(timeout)
     cmd = [str(exe), f"seed={seed}", *timing.args(), f"variants={','.join(map(str, variants))}"]
+    if reference_min:
+        cmd.append(f"ref_min_ns={round(reference_min * 1e9)}")
     if dump_prefix:
         cmd.append(f"dump={dump_prefix}")
     with machine_lock():
@@ -147,7 +161,10 @@ def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), s
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
                                  preexec_fn=limits.apply)
             out = res.stdout
-            failure = None if res.returncode == 0 else limits.why(res.returncode) or _why(res.returncode, res.stderr)
+            failure = (None if res.returncode == 0 else
+                       f"limit: a run took more than {timing.abort:g} times the unscheduled program's fastest"
+                       if res.returncode == -signal.SIGALRM and timing.abort else
+                       limits.why(res.returncode) or _why(res.returncode, res.stderr))
         except subprocess.TimeoutExpired as e:
             out = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or ""
             failure = f"timeout: no result after {timeout:g} s"
@@ -171,5 +188,7 @@ def run_variants(exe: Path, variants: list[int], *, timing: Timing = Timing(), s
     if failure is None:
         failure = f"unreadable harness output: {out[:300]!r}"
     rest = variants[len(results) + 1:]
+    reference = [min(r.times) for v, r in zip(variants[:len(results)], results, strict=True) if v == 0 and r.times]
     return results + [RunResult(error=failure)] + run_variants(
-        exe, rest, timing=timing, seed=seed, dump_prefix=None, timeout=timeout, limits=limits)
+        exe, rest, timing=timing, seed=seed, dump_prefix=None, timeout=timeout, limits=limits,
+        reference_min=reference[0] if reference else reference_min)

@@ -15,6 +15,7 @@ from ..errors import LoopcostError
 from ..ir.program import Program
 from ..ir.state import ProgramState
 from ..runner import LocalRunner, Runner, Timing
+from ..runner.process import ABORT
 from ..transforms.schedule import Schedule
 from ..transforms.space import SpaceOptions
 from .adaptive import AdaptiveOptions, adaptive_search
@@ -95,7 +96,7 @@ def format_result(out: dict) -> str:
 
 #: how execution-based search times each candidate: one timed run after the verified one (a stage can
 #: hold thousands); its top-k are then measured again like any search's
-SEARCH_TIMING = Timing(min_runs=1, warmup=0, max_runs=3, min_time=0.05, max_time=0.5)
+SEARCH_TIMING = Timing(min_runs=1, warmup=0, max_runs=3, min_time=0.05, max_time=0.5, abort=ABORT)
 
 
 def search(state: ProgramState, method: str, evaluator: Evaluator, *, budget: int, seed: int,
