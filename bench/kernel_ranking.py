@@ -124,25 +124,16 @@ def table(results: list[dict], models: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("models", nargs="+", help="NAME=MODEL.pt")
-    ap.add_argument("--machine", default="00437a06a17e2598", help="the fingerprint whose runs are scored "
-                    "(default: the AMD EPYC's; 'any': all)")
-    ap.add_argument("--files", nargs="+", type=Path, default=sorted(BENCH.glob("*.jsonl")))
-    ap.add_argument("--json", type=Path, default=None, help="write every run's scores here")
-    a = ap.parse_args(argv)
-    models = dict(m.split("=", 1) for m in a.models)
-    loaded = {name: CostModel.load(path) for name, path in models.items()}
-    rows = [(f.name, json.loads(line)) for f in a.files for line in f.read_text().splitlines() if line.strip()]
-    runs = runs_of(rows, None if a.machine == "any" else a.machine)
-    if not runs:
-        raise SystemExit(f"no run of measured schedules of machine {a.machine} in {len(a.files)} files")
+def rank(models: dict[str, CostModel], files: list[Path], machine: str | None) -> list[dict]:
+    """Every run of ``files`` measured on ``machine`` (None: any), scored for each of ``models`` (see the module
+    docstring); runs of kernels this loopcost does not know, or with fewer than 5 schedules that apply today,
+    are left out."""
+    rows = [(f.name, json.loads(line)) for f in files for line in f.read_text().splitlines() if line.strip()]
     specs = {kernel_name(s): s for s in kernel_specs(["selection"]) + kernel_specs(["bench"])}
     programs: dict[str, ProgramState] = {}
     seen: dict[tuple[str, str], FeatureTree | None] = {}
     results = []
-    for run in runs:
+    for run in runs_of(rows, machine):
         if run["kernel"] not in specs:
             continue
         if run["kernel"] not in programs:
@@ -153,7 +144,23 @@ def main(argv: list[str] | None = None) -> None:
         measured = np.array([run["measured"][t] for t in texts])
         results.append({"kernel": run["kernel"], "set": run["set"], "source": run["source"], "n": len(texts),
                         "scores": {name: scores(np.log(m.predict_trees(trees)), measured)
-                                   for name, m in loaded.items()}})
+                                   for name, m in models.items()}})
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="+", help="NAME=MODEL.pt")
+    ap.add_argument("--machine", default="00437a06a17e2598", help="the fingerprint whose runs are scored "
+                    "(default: the AMD EPYC's; 'any': all)")
+    ap.add_argument("--files", nargs="+", type=Path, default=sorted(BENCH.glob("*.jsonl")))
+    ap.add_argument("--json", type=Path, default=None, help="write every run's scores here")
+    a = ap.parse_args(argv)
+    models = dict(m.split("=", 1) for m in a.models)
+    results = rank({name: CostModel.load(path) for name, path in models.items()}, a.files,
+                   None if a.machine == "any" else a.machine)
+    if not results:
+        raise SystemExit(f"no run of measured schedules of machine {a.machine} in {len(a.files)} files")
     print(table(results, list(models)))
     if a.json:
         a.json.write_text(json.dumps(results))

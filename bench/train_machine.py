@@ -22,7 +22,9 @@ all of that dataset (the MAPE member's loss, ``PRETRAIN_EPOCHS``) and starts bot
 instead of from random weights. ``DATASET@2,3,4`` takes only the programs of those builds' seeds; given several
 times, the stages run in order, each base starting from the one before (e.g. the Intel dataset, then this CPU's
 builds left out of training by ``--export-seeds``). Choosing between the models on the search
-(``bench/compare_models.py``) needs the CPU kind itself.
+(``bench/compare_models.py``) needs the CPU kind itself; what it asks of a model can be read without measuring:
+after the table, each model ranks the kernel schedules that the committed benchmark runs measured on the training
+database's machine (``bench/kernel_ranking.py``; ``--kernel-runs FILES``, none to skip).
 """
 
 from __future__ import annotations
@@ -38,12 +40,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import kernel_ranking
+
 from loopcost.costmodel.card import combine_files
 from loopcost.costmodel.data import export
 from loopcost.costmodel.evaluate import evaluate
+from loopcost.costmodel.model import CostModel
 from loopcost.costmodel.train import TrainConfig, train_ensemble
+from loopcost.database.store import Store
 from loopcost.dataset.shipped import shipped_db
 
+BENCH = Path(__file__).resolve().parent
 START = time.time()
 #: the cores the networks training at once share
 CORES = os.cpu_count() or 1
@@ -210,6 +217,22 @@ def table(rows: dict[str, dict[str, dict]], recipes: dict[str, list[str]], ceili
     return "\n".join(lines)
 
 
+def kernel_section(models: dict[str, Path], db: Path, files: list[Path]) -> str:
+    """Markdown: how each model ranks the kernel schedules that ``files`` measured on ``db``'s machine (what a
+    search asks of it; bench/kernel_ranking.py), or why there is nothing to rank."""
+    if not files:
+        return ""
+    with Store(str(db)) as store:
+        machines = [m["fingerprint"] for m in store.machines()]
+    if len(machines) != 1:
+        return f"\nKernel runs not scored: the training database holds {len(machines)} machines.\n"
+    results = kernel_ranking.rank({name: CostModel.load(m) for name, m in models.items()}, files, machines[0])
+    if not results:
+        return f"\nNo kernel run of machine {machines[0]} in {len(files)} files to rank.\n"
+    return (f"\nThe kernels' schedules measured on this machine ({machines[0]}), ranked by each model "
+            f"(bench/kernel_ranking.py):\n\n{kernel_ranking.table(results, list(models))}\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True, help="a folder of loopcost/data/machines/, or a database")
@@ -234,6 +257,9 @@ def main() -> None:
                     help=f"epochs of each pretraining stage's base network (default {PRETRAIN_EPOCHS})")
     ap.add_argument("--dropout", type=float, default=TrainConfig.dropout,
                     help=f"dropout of the pairs' networks (default {TrainConfig.dropout}; base networks keep it)")
+    ap.add_argument("--kernel-runs", nargs="*", type=Path, default=None,
+                    help="benchmark rows (.jsonl) whose kernel schedules, measured on the training database's "
+                    "machine, each model ranks (bench/kernel_ranking.py; default: bench/*.jsonl; none given: skip)")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
     a.jobs = a.jobs or (2 if a.device == "cpu" else 1)
@@ -278,6 +304,7 @@ def main() -> None:
     text = table(rows, recipes, ceilings)
     best = max(rows, key=lambda n: rows[n]["val"]["spearman_per_program_mean"])
     text += f"\n\nBest on the validation split (Spearman/program): {best} ({models[best]})\n"
+    text += kernel_section(models, train_db, sorted(BENCH.glob("*.jsonl")) if a.kernel_runs is None else a.kernel_runs)
     print(text)
     if a.out:
         Path(a.out).write_text(text)

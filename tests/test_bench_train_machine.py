@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from loopcost.database.store import Store
 from loopcost.dataset.build import build
 from loopcost.dataset.tasks import BuildConfig
 
@@ -23,17 +24,22 @@ def _run(*args) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(tmp_path):
-    db = tmp_path / "d.db"  # 10 programs of seed 11: 3 train, 3 val, 4 test
-    build(str(db), programs=10, cfg=BuildConfig(seed=11, schedules=4, generator=TINY), workers=1, progress=False,
+    db = tmp_path / "d.db"  # 10 programs of seed 12: 4 train, 4 val, 2 test
+    build(str(db), programs=10, cfg=BuildConfig(seed=12, schedules=4, generator=TINY), workers=1, progress=False,
           noise_fraction=0.0)
     heldout = tmp_path / "h.db"  # other programs: the ones the training database also holds are not scored
-    build(str(heldout), programs=3, cfg=BuildConfig(seed=12, schedules=4, generator=TINY), workers=1,
+    build(str(heldout), programs=3, cfg=BuildConfig(seed=13, schedules=4, generator=TINY), workers=1,
           progress=False, noise_fraction=0.0)
     work = tmp_path / "w"
-    # two stages: all of the database, then the builds of seed 11 only (here the same programs)
-    args = ["--dataset", db, "--heldout", heldout, "--pretrain", db, "--pretrain", f"{db}@11", "--work", work,
+    # a benchmark run of gemm's schedules measured on this database's machine, for the models to rank
+    (machine,) = Store(str(db)).machines()
+    runs = tmp_path / "MODELS.t.bench.jsonl"
+    speedups = {"": 1.0, "P(i)": 1.9, "U(k,4)": 1.1, "T2(i,j,32,32)": 1.4, "P(i) U(k,4)": 2.2}
+    runs.write_text(json.dumps({"kernel": "gemm", "machine": machine["fingerprint"], "speedups": speedups}) + "\n")
+    # two stages: all of the database, then the builds of seed 12 only (here the same programs)
+    args = ["--dataset", db, "--heldout", heldout, "--pretrain", db, "--pretrain", f"{db}@12", "--work", work,
             "--seeds", "0", "--archs", "transformer", "--epoch-scale", "0.03",
-            "--pretrain-epochs", "67", "--dropout", "0.2", "--out", tmp_path / "table.md"]
+            "--pretrain-epochs", "67", "--dropout", "0.2", "--kernel-runs", runs, "--out", tmp_path / "table.md"]
     r = _run(*args)
     assert r.returncode == 0, r.stderr
     assert all(f"training transformer-s0-{n}.pt" in r.stderr for n in ("base", "base1", "mape", "rank"))
@@ -63,6 +69,8 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     rows = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines()]
     table = (tmp_path / "table.md").read_text()
     assert "| transformer-s0 |" in table and "mean ± sd" not in table  # one seed: no spread row
+    assert f"measured on this machine ({machine['fingerprint']})" in table
+    assert "| bench | transformer-s0 | 1 (5) |" in table
     assert {r["name"] for r in rows if r["model"] == str(work / "transformer-s0.pt")} == {"val", "test", "unseen"}
     # a rerun finds every network trained and every evaluation made: it trains and evaluates nothing
     again = _run(*args)
