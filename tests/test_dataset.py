@@ -201,7 +201,7 @@ def test_build_stores_every_run_time_and_resumes(tmp_path):
         assert len(json.loads(times)) == 2 if censored else len(json.loads(times)) >= 1
         assert len(json.loads(base)) >= 2
     for (seconds,) in con.execute("SELECT seconds FROM programs"):
-        assert set(json.loads(seconds)) == {"generate", "codegen", "compile", "run", "timed"}
+        assert set(json.loads(seconds)) == {"generate", "codegen", "compile", "run", "timed", "wait"}
     assert con.execute("SELECT COUNT(*) FROM measurements m JOIN schedules s ON s.id = m.schedule "
                        "WHERE s.text = '' AND m.kind = 'label'").fetchone()[0] == 4  # each program's empty schedule
     with pytest.raises(LoopcostError, match="other settings: schedules 3 \\(now 5\\)"):
@@ -397,7 +397,7 @@ def test_stats_and_noise(tmp_path):
     assert timed == pytest.approx(sorted(sp for sp, cens in fastest.values() if not cens))
     assert s["speedup"]["p50"] == pytest.approx(np.median(timed))
     sec = s["seconds_per_schedule"]  # where a build's time goes, per measured schedule
-    assert set(sec) == {"generate", "codegen", "compile", "run", "timed"} and sec["run"] > sec["timed"] > 0
+    assert set(sec) == {"generate", "codegen", "compile", "run", "timed", "wait"} and sec["run"] > sec["timed"] > 0
     assert s["timed_bound_per_hour"] == pytest.approx(3600 / sec["timed"])  # timed runs one at a time
     assert f"at most {3600 / sec['timed']:,.0f} schedules an hour" in format_stats(s)
     kinds = [{t.kind for t in Schedule.parse(text).steps} for text in texts]

@@ -180,6 +180,34 @@ def _take_machine_lock(out: str) -> None:
             f.write(repr(time.time()))
 
 
+def _hold_machine_lock(ready: str, seconds: float) -> None:
+    from loopcost.runner.process import machine_lock
+
+    with machine_lock():
+        open(ready, "w").close()
+        time.sleep(seconds)
+
+
+def test_busy_work_says_how_long_it_waited_for_a_timed_run(tmp_path, monkeypatch):
+    """``machine_busy`` yields the seconds it waited, which a build reports as waiting, not as the work's time."""
+    import multiprocessing
+
+    from loopcost.runner.process import machine_busy
+
+    monkeypatch.setenv("LOOPCOST_CACHE_DIR", str(tmp_path / "cache"))
+    with machine_busy() as waited:
+        assert 0 <= waited < 0.5  # nothing timed: no wait
+    ready = tmp_path / "ready"
+    child = multiprocessing.get_context("spawn").Process(target=_hold_machine_lock, args=(str(ready), 1.5))
+    child.start()
+    while not ready.exists():
+        time.sleep(0.01)
+    t0 = time.perf_counter()
+    with machine_busy() as waited:
+        assert waited >= 1.0 and waited <= time.perf_counter() - t0
+    child.join(30)
+
+
 def test_a_timed_run_waits_until_no_compiler_or_generator_runs_beside_it(tmp_path, monkeypatch):
     import multiprocessing
 

@@ -92,6 +92,7 @@ def format_stats(s: dict) -> str:
         other = sec.get("run", 0.0) - sec.get("timed", 0.0)
         lines.append("time         per measured schedule, worker seconds: " + ", ".join(
             f"{k} {sec[k]:.3f}" for k in ("generate", "codegen", "compile") if k in sec)
+            + (f" (and {sec['wait']:.3f} waiting for a timed run to end before them)" if "wait" in sec else "")
             + f", run {sec.get('run', 0.0):.3f} (timed runs {sec.get('timed', 0.0):.3f}, checks, resets and "
               f"waiting for the machine {other:.3f})")
     if bound := s.get("timed_bound_per_hour"):

@@ -81,18 +81,19 @@ def _measure(schedules: list[Schedule], states: list[ProgramState],
              cfg: BuildConfig) -> tuple[tuple[float, ...], list[Row], dict[str, float]]:
     """All ``states`` in one harness beside the unscheduled program, on this machine (a worker's); the
     seconds spent printing the C (``codegen``), compiling it, running the harness (``run``: the timed runs,
-    ``timed``, and the rest: checks, resets, inputs, waiting for the machine) and checking the verdicts."""
+    ``timed``, and the rest: checks, resets, inputs, waiting for the machine) and checking the verdicts, and
+    waiting for a timed run to end before printing and compiling (``wait``)."""
     t0 = time.perf_counter()
-    with machine_busy():
+    with machine_busy() as waited:
         [harness] = harnesses(states, None, cfg.toolchain, len(states))
-    codegen = time.perf_counter() - t0
+    codegen = time.perf_counter() - t0 - waited
     ms = measure_built(harness, timing=cfg.timing, seed=cfg.seed, timeout=cfg.timeout,
                        compile_timeout=cfg.compile_timeout)
     rows = [Row(str(sched), sched.to_json(), m.verified, m.error, m.times, m.reference_times, m.censored)
             for sched, m in zip(schedules, ms, strict=True)]
     timed = sum(ms[0].reference_times) + sum(sum(m.times) for m in ms)
     return ms[0].reference_times, rows, {"codegen": codegen, "compile": ms[0].compile_s, "run": ms[0].run_s,
-                                         "timed": timed}
+                                         "timed": timed, "wait": waited + ms[0].wait_s}
 
 
 def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
@@ -101,24 +102,25 @@ def measure_program(cfg: BuildConfig, idx: int) -> BatchResult:
     fp = fingerprint(info)
     t0 = time.perf_counter()
     try:
-        with machine_busy():
+        with machine_busy() as waited:
             program = stream_program(cfg.seed, idx, cfg.generator, cfg.exclude)
     except RuntimeError as e:
         return BatchResult(idx, None, None, fp, info, (), [], {}, f"generator: {e}")
     try:
-        with machine_busy():
+        with machine_busy() as also:
             drawn = random_schedules(program, cfg.schedules, random.Random(f"{cfg.seed}:{idx}:schedules"),
                                      cfg.space, staged_share=cfg.staged_share)
+        waited += also
         schedules = [Schedule()] + [s for s, _ in drawn]
         states = [ProgramState.initial(program)] + [st for _, st in drawn]
-        t_gen = time.perf_counter() - t0
+        t_gen = time.perf_counter() - t0 - waited
         base, rows, secs = _measure(schedules, states, cfg)  # a compile error of generated code comes back as data
     except Exception as e:  # noqa: BLE001 - a bug met on one program must not stop a build of thousands
         # reported in the build's errors and not stored: a resume (after the fix) measures the program again
         return BatchResult(idx, None, None, fp, info, (), [], {}, f"internal error: {type(e).__name__}: "
                                                                    f"{first_line(e)}")
     return BatchResult(idx, program.to_json(), program.content_hash(), fp, info, base, rows,
-                       {"generate": t_gen, **secs})
+                       {"generate": t_gen, **secs, "wait": waited + secs["wait"]})
 
 
 def remeasure(cfg: BuildConfig, program_json: dict, schedule_texts: list[str]) -> BatchResult:

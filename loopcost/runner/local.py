@@ -48,7 +48,7 @@ def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float
     labels = harness.labels[1:]
     t0 = time.perf_counter()
     try:
-        with machine_busy():
+        with machine_busy() as waited:
             exe = compile_units(harness.units, cache=harness.cache, timeout=compile_timeout)
     except CompileError as e:  # generated code that does not compile is a loopcost bug: kept as data
         return [Measurement(label, error=f"build: {e}"[:4000], fingerprint=fp, machine=info) for label in labels]
@@ -68,7 +68,8 @@ def measure_built(harness: Harness, *, timing: Timing, seed: int, timeout: float
             v = verdict(harness.outputs, r, rtol=harness.rtol, reference=harness.labels[0])
         errs = [math.inf if e is None else e for e, _ in (r.rel_errors or {}).values()]
         out.append(Measurement(label, r.times, ref.times, v.ok, None if v.ok else v.detail, max(errs, default=None),
-                               r.checksum, fp, info, t1 - t0, run_s, vacuous=v.vacuous, censored=r.censored))
+                               r.checksum, fp, info, t1 - t0 - waited, run_s, vacuous=v.vacuous, censored=r.censored,
+                               wait_s=waited))
     return out
 
 

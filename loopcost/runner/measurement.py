@@ -24,7 +24,8 @@ class Measurement:
     or the user's original function): every timed run of both, whether its outputs matched the
     reference's (``error`` says why not) and the largest relative error of its outputs (inf: not finite),
     the output checksums, the machine that ran it (fingerprint and description), and the seconds the whole
-    harness took to compile and to run. ``reused``: taken from the machine's store, not measured again."""
+    harness took to compile and to run, and waited for a timed run to end before compiling (``wait_s``, not in
+    ``compile_s``). ``reused``: taken from the machine's store, not measured again."""
 
     label: str
     times: tuple[float, ...] = ()
@@ -37,6 +38,7 @@ class Measurement:
     machine: dict = field(default_factory=dict)
     compile_s: float = 0.0
     run_s: float = 0.0
+    wait_s: float = 0.0
     reused: bool = False
     #: why the check against the reference checked nothing (then ``verified`` is False), or None
     vacuous: str | None = None

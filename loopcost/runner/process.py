@@ -9,6 +9,7 @@ import os
 import resource
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,12 +44,14 @@ def machine_busy():
     """Mark heavy work of this process (compiling, generating programs) that must not run beside a timed
     run: any number of busy holders run together, never while ``machine_lock`` is held. On 2 cores, a
     compiler beside a timed run tripled the labels' noise (median 2.6% to 8.0%; parallel schedules 4% to
-    23%: ``bench/BUILD-amd.md``)."""
+    23%: ``bench/BUILD-amd.md``). Yields the seconds it waited for a timed run to end: the work's own time is
+    the rest."""
+    t0 = time.perf_counter()
     root = cache_root()
     with _flock(root / "measure.turnstile", fcntl.LOCK_EX):
         pass
     with _flock(root / "measure.lock", fcntl.LOCK_SH):
-        yield
+        yield time.perf_counter() - t0
 
 
 #: the factor past which the dataset's and the searches' runs are stopped (``Timing.abort``): on the AMD EPYC dataset
