@@ -345,6 +345,8 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
     from .dataset.shipped import cached_export, shipped_db
     from .paths import shipped_for
 
+    if a.store is not None:
+        return _evaluate_store(a)
     pair = shipped_for(cpu_model())  # the model and dataset shipped for this CPU
     shipped = not a.db and not a.data  # the shipped dataset, whose manifest goes into the card
     db = shipped_db(pair.dataset) if shipped else a.db or None
@@ -352,6 +354,36 @@ def cmd_evaluate(a: argparse.Namespace) -> int:
     r = evaluate(a.model or pair.model, data, db, split=a.split, gbt=a.gbt, plots=a.plots,
                  write_card=a.write_card, manifest=pair.manifest if shipped else None, unseen_by=a.unseen_by)
     print(json.dumps(r, indent=2) if a.json else format_evaluation(r, a.write_card))
+    return 0
+
+
+def _evaluate_store(a: argparse.Namespace) -> int:
+    """``evaluate --store``: the model (default: the one ``optimize`` uses on this machine) on every schedule this
+    machine measured into its store: how well it ranks the user's own kernels."""
+    import tempfile
+
+    from .codegen.c_source import codegen_version
+    from .costmodel.data import export_store
+    from .costmodel.evaluate import evaluate, format_evaluation
+    from .costmodel.shipped import search_model
+    from .paths import machine_model
+    from .runner import LocalRunner
+
+    if a.data or a.db or a.unseen_by or a.write_card or a.split != "test":
+        raise LoopcostError("--store scores every schedule this machine measured into its store: drop --data, --db, "
+                            "--split, --unseen-by and --write-card")
+    store = store_path(a.store or None)
+    if store is None or not store.exists():
+        raise LoopcostError(f"no store at {store}: nothing was measured on this machine yet")
+    fp, _ = LocalRunner().machine()
+    _, model, _ = search_model(a.model, machine_model(fp))
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "store.npz"
+        info = export_store(store, data, fingerprint=fp, codegen=codegen_version, for_training=False)
+        print(f"scoring {model} on {info['records']} schedules of {info['programs']} programs measured on this "
+              f"machine ({fp})", file=sys.stderr)
+        r = evaluate(model, data, None, split="all", plots=a.plots)
+    print(json.dumps(r, indent=2) if a.json else format_evaluation(r, False))
     return 0
 
 
@@ -680,6 +712,10 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--unseen-by", default=None, type=existing_file, metavar="DB",
                    help="leave out the programs that the database DB (the one the model trained on) also holds: "
                         "a held-out set's generator may draw a training program again")
+    e.add_argument("--store", nargs="?", const="", default=None, metavar="DB",
+                   help="instead of a dataset: every schedule this machine measured into its store (`run`, "
+                        "`optimize`; default $LOOPCOST_CACHE_DIR/measurements.sqlite), per program: how well the "
+                        "model (default: the one `optimize` uses here) ranks your own kernels")
     e.add_argument("--json", action="store_true")
     e.add_argument("--gbt", action="store_true", help="also train and score the gradient-boosted baseline")
     e.set_defaults(func=cmd_evaluate)

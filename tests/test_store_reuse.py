@@ -257,6 +257,40 @@ def test_train_store_fine_tunes_on_this_machines_measurements_and_optimize_then_
     assert r.returncode == 2 and "--data" in r.stderr and "--store" in r.stderr
 
 
+def test_evaluate_store_scores_the_model_on_this_machines_measured_schedules_per_program(tmp_path):
+    import random
+
+    from loopcost.generator.schedules import random_schedules
+    from loopcost.kernels import KERNELS
+    from loopcost.runner import LocalRunner
+
+    fp, info = LocalRunner().machine()
+    db = tmp_path / "m.sqlite"
+    env = dict(os.environ, LOOPCOST_CACHE_DIR=str(tmp_path / "cache"))
+
+    def loopcost(*args):
+        return subprocess.run([sys.executable, "-m", "loopcost.cli", "evaluate", *args], capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    r = loopcost("--store", str(db))
+    assert r.returncode == 2 and "nothing was measured on this machine yet" in r.stderr
+    for name, n in (("gemm", 7), ("atax", 5)):
+        program = KERNELS[name].program("small")
+        drawn = random_schedules(program, n, random.Random(1))
+        ms = [Measurement(str(s), (0.1 / (1 + k),), (0.1,), True, fingerprint=fp, machine=info)
+              for k, (s, _) in enumerate(drawn)]
+        record(db, ProgramState.initial(program), ms, "test")
+        record(db, ProgramState.initial(program), [Measurement("P(i)", (0.1,), (0.1,), True, fingerprint="other",
+                                                               machine={"cpu": "other"})], "test")
+    r = loopcost("--store", str(db), "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "on 12 schedules of 2 programs measured on this machine" in r.stderr  # not the other machine's
+    out = json.loads(r.stdout)
+    assert out["n"] == 12 and -1 <= out["spearman_per_program_mean"] <= 1
+    r = loopcost("--store", str(db), "--split", "val")
+    assert r.returncode == 2 and "--store scores every schedule" in r.stderr
+
+
 def test_a_search_sized_batch_is_found_in_the_store_whole(tmp_path):
     db, state = tmp_path / "m.sqlite", states()[0]
     labels = [f"U(j,{k})" for k in range(1, 1201)]  # more than one query's worth of bound parameters

@@ -92,12 +92,13 @@ def export(db: str, path: str, progress=None, seeds: Sequence[int] | None = None
 
 
 def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str,
-                 codegen: Callable[[Program], int]) -> dict:
+                 codegen: Callable[[Program], int], for_training: bool = True) -> dict:
     """Featurize what the machine ``fingerprint`` measured into its store (``loopcost run`` and ``optimize``
     keep every measurement there) from C of the code generator version ``codegen(program)`` into ``path``
     (.npz): one record per measured schedule, labelled with the median of its measured speedups. A store
     holds a few programs of the user's own: schedules, not programs, are held out (1 in 10 for validation,
-    by hash), so that a model fine-tuned on it learns these programs on this machine."""
+    by hash), so that a model fine-tuned on it learns these programs on this machine. ``for_training``: refuse a
+    store too small to fine-tune on (else: any store that holds a measured schedule of this machine)."""
     with Store(store_path) as store:
         versions: dict[str, int] = {}
 
@@ -110,7 +111,7 @@ def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str,
                 for version in store.run_codegens(fingerprint)
                 for h, text, sp in store.run_labels(fingerprint, version) if current(h, version)]
         records = _featurized(rows, store.run_program_json)
-    if not {SPLITS.index("val"), SPLITS.index("train")} <= set(records.split):
+    if not records.trees or for_training and not {SPLITS.index("val"), SPLITS.index("train")} <= set(records.split):
         raise LoopcostError(f"{store_path} holds {len(records.trees)} measured schedules of this machine "
                             f"({fingerprint}); fine-tuning needs more (run `loopcost optimize K --search adaptive` "
                             "on a few kernels)")
