@@ -9,8 +9,10 @@ baseline on one machine. For each model and run the script predicts every schedu
 Spearman correlation with the measured speedups, the measured speedup of the model's first pick over the run's
 best (top-1), the best of its first five over the run's best (top-5), and the share of pairs of schedules it
 orders right, by how far apart they measured. Runs of the selection kernels (``bench/selection``) and of the
-benchmark's are reported apart. A model chosen on random programs is scored here on what a search asks of it,
-with labels that cost nothing more; the figures of ``bench/TRAIN-amd.md`` (2026-12-07) come from it.
+benchmark's are reported apart, each with its noise yardstick where the rows keep every run's time
+(``compare_models.py``'s): the Spearman between the schedules' median times over the even and the odd runs.
+A model chosen on random programs is scored here on what a search asks of it, with labels that cost nothing
+more; the figures of ``bench/TRAIN-amd.md`` (2026-12-07) come from it.
 """
 
 from __future__ import annotations
@@ -47,15 +49,27 @@ def runs_of(rows: Iterable[tuple[str, dict]], machine: str | None) -> list[dict]
         if machine and row["machine"] != machine:
             continue
         found = []
-        if "speedups" in row:
-            found.append(("selection" if ".selection." in name else "bench", name, list(row["speedups"].items())))
+        if "speedups" in row:  # compare_models.py's rows keep every run's time of the schedules they measured
+            raw = row["raw_times"] if isinstance(row.get("raw_times"), dict) else {}
+            found.append(("selection" if ".selection." in name else "bench", name, list(row["speedups"].items()), raw))
         for key, hist in row.get("history", {}).items():
-            found.append((row.get("group", "bench"), f"{name}:{key}", [("", 1.0), *map(tuple, hist)]))
-        for kset, source, items in found:
+            found.append((row.get("group", "bench"), f"{name}:{key}", [("", 1.0), *map(tuple, hist)], {}))
+        for kset, source, items, raw in found:
             measured = {text: float(sp) for text, sp in items if sp and sp > 0}
             if len(measured) >= 5:
-                out.append({"kernel": row["kernel"], "set": kset, "source": source, "measured": measured})
+                out.append({"kernel": row["kernel"], "set": kset, "source": source, "measured": measured,
+                            "raw": {t: raw[t] for t in measured if len(raw.get(t, ())) >= 2}})
     return out
+
+
+def remeasured(raw: dict[str, list[float]]) -> float | None:
+    """The noise yardstick of a run: the Spearman between its schedules' median times over the even and over the
+    odd runs (None with fewer than 5 schedules timed twice or more)."""
+    if len(raw) < 5:
+        return None
+    even = [float(np.median(t[0::2])) for t in raw.values()]
+    odd = [float(np.median(t[1::2])) for t in raw.values()]
+    return float(spearmanr(even, odd).statistic)
 
 
 def featurized(run: dict, programs: dict[str, ProgramState],
@@ -121,6 +135,10 @@ def table(results: list[dict], models: list[str]) -> str:
                 right = ", ".join("-" if x is None else f"{x:.2f}" for x in s["pairs_right"])
                 lines.append(f"| {kset} | {m} | {s['runs']} ({s['schedules']}) | {s['spearman']:.3f} | "
                              f"{s['top1']:.3f} | {s['top5']:.3f} | {right} |")
+        noise = [r["remeasured"] for r in results if r["set"] == kset and r["remeasured"] is not None]
+        if noise:
+            lines.append(f"| {kset} | runs timed again (odd against even runs) | {len(noise)} | "
+                         f"{float(np.nanmean(noise)):.3f} | - | - | - |")
     return "\n".join(lines)
 
 
@@ -143,6 +161,7 @@ def rank(models: dict[str, CostModel], files: list[Path], machine: str | None) -
             continue
         measured = np.array([run["measured"][t] for t in texts])
         results.append({"kernel": run["kernel"], "set": run["set"], "source": run["source"], "n": len(texts),
+                        "remeasured": remeasured({t: run["raw"][t] for t in texts if t in run["raw"]}),
                         "scores": {name: scores(np.log(m.predict_trees(trees)), measured)
                                    for name, m in models.items()}})
     return results

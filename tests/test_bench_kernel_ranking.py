@@ -42,9 +42,17 @@ def test_scores_of_a_perfect_and_a_reversed_ranking():
     assert all(r == 0 for r, _ in worst["pairs"])
 
 
+def test_a_run_timed_twice_in_the_same_order_ranks_itself_perfectly():
+    raw = {"a": [1.0, 1.1, 1.0], "b": [2.0, 2.1], "c": [3.0, 3.3], "d": [4.0, 4.2], "e": [5.0, 5.1]}
+    assert kernel_ranking.remeasured(raw) == pytest.approx(1.0)
+    assert kernel_ranking.remeasured({**raw, "a": [1.0, 6.0]}) < 1.0  # its odd run is the slowest
+    assert kernel_ranking.remeasured({k: raw[k] for k in "abcd"}) is None
+
+
 def test_main_scores_every_model_on_the_runs_of_a_machine(tmp_path, capsys):
     rows = tmp_path / "MODELS.t.bench.jsonl"
-    rows.write_text(json.dumps({"kernel": "gemm", "machine": "m1", "speedups": SPEEDUPS}) + "\n")
+    raw = {t: [0.1 / s, 0.1 / s] for t, s in SPEEDUPS.items() if s}
+    rows.write_text(json.dumps({"kernel": "gemm", "machine": "m1", "speedups": SPEEDUPS, "raw_times": raw}) + "\n")
     out = tmp_path / "r.json"
     kernel_ranking.main([f"a={SHIPPED_MODEL}", f"b={SHIPPED_MODEL}", "--machine", "m1", "--files", str(rows),
                          "--json", str(out)])
@@ -52,6 +60,8 @@ def test_main_scores_every_model_on_the_runs_of_a_machine(tmp_path, capsys):
     assert run["kernel"] == "gemm" and run["set"] == "bench" and run["n"] == 5  # the illegal schedule left out
     assert run["scores"]["a"] == run["scores"]["b"] and -1 <= run["scores"]["a"]["spearman"] <= 1
     assert sum(n for _, n in run["scores"]["a"]["pairs"]) == 10
-    assert "| bench | a | 1 (5) |" in capsys.readouterr().out
+    assert run["remeasured"] == pytest.approx(1.0)  # both runs of every schedule alike
+    out = capsys.readouterr().out
+    assert "| bench | a | 1 (5) |" in out and "| bench | runs timed again (odd against even runs) | 1 | 1.000 |" in out
     with pytest.raises(SystemExit, match="no run of measured schedules of machine m2"):
         kernel_ranking.main([f"a={SHIPPED_MODEL}", "--machine", "m2", "--files", str(rows)])
