@@ -33,8 +33,10 @@ from ..ir.program import Program
 
 POOLS = {"small": (16, 24, 32, 48, 64), "medium": (96, 128, 192, 256, 384),
          "large": (512, 768, 1024, 1536, 2048)}
-#: version 2: extents of programs of one or two dimensions (a vector of 10000, a matrix of 6000 x 5000)
-XLARGE = (3000, 4096, 5000, 6144, 8000, 10000)
+#: version 2: extents of programs of one or two dimensions (a vector of 24000, a matrix of 6000 x 5000)
+XLARGE = (3000, 4096, 5000, 6144, 8000, 10000, 16384, 24000, 32768)
+#: version 2: time loops of iterated stencils as long as the kernels' (jacobi-1d at bench size sweeps 40000 times)
+LONG_SWEEPS = [512, 2048, 8192, 32768]
 #: version 2: the share of computations of one or two dimensions that may draw from ``XLARGE``
 XLARGE_SHARE = 0.35
 #: version 2: the share of programs whose memory may exceed version 1's limit (the others stay within it, so that
@@ -280,7 +282,7 @@ def _iterated(pl: _Plan, budget: float, rank: int) -> None:
     """A radius-1 stencil swept ``steps`` times inside a time loop ``t``: Jacobi style (A -> B, then
     B -> A) or Gauss-Seidel style (A updated in place, reading neighbours already updated)."""
     rng = pl.rng
-    steps = rng.choice([2, 4, 8, 16, 32, 64, 128])
+    steps = rng.choice([2, 4, 8, 16, 32, 64, 128] + (LONG_SWEEPS if pl.version >= 2 else []))
     in_place = rng.random() < 0.4
     offsets = _neighbours(rng, rank)
     _written_order(pl, offsets)
