@@ -237,22 +237,31 @@ def _stencil(pl: _Plan, budget: float, rank: int) -> None:
                 offsets.append(tuple(off))
     _written_order(pl, offsets)
     with _nest(pl.p, ITERS[:rank], tuple(e - r for e in ext), (r,) * rank) as its:
-        acc = None
-        for off in offsets:
-            term = src[tuple(it + o for it, o in zip(its, off, strict=True))]
-            acc = term if acc is None else acc + term
-        out[tuple(its)] = _average(pl, acc, src[tuple(its)], len(offsets))
+        out[tuple(its)] = _update(pl, src, its, offsets)
     pl.work += math.prod(ext) * 2 * len(offsets)
 
 
-def _average(pl: _Plan, acc: Expr, centre: Expr, n: int) -> Expr:
-    """A stencil's update from the sum ``acc`` of its ``n`` points: their mean (version 2: sometimes divided,
-    as ``/ 9.0``, or a diffusion step ``c + k * (acc - n * c)``, as heat equations write it)."""
-    form = "mean" if pl.version == 1 else pl.rng.choice(["mean", "divided", "diffusion"])
+def _update(pl: _Plan, src: BufferRef, its: list, offsets: list[tuple[int, ...]]) -> Expr:
+    """A stencil's new value from the points ``offsets`` of ``src`` around ``its``: their mean (version 2:
+    sometimes their sum divided, as ``/ 9.0``; a diffusion step ``c + k * (sum - n * c)``; or a Laplacian axis by
+    axis, ``c + k * (A[i+1] - 2 * c + A[i-1]) + ...``, as heat equations write it, the other points left out)."""
+    at = {off: src[tuple(it + o for it, o in zip(its, off, strict=True))] for off in offsets}
+    acc = None
+    for off in offsets:
+        acc = at[off] if acc is None else acc + at[off]
+    n, rank = len(offsets), len(its)
+    form = "mean" if pl.version == 1 else pl.rng.choice(["mean", "divided", "diffusion", "laplacian"])
+    centre = src[tuple(its)]
     if form == "divided":
         return acc / float(n)
     if form == "diffusion":
         return centre + (acc - centre * float(n)) * round(0.5 / n, 4)
+    if form == "laplacian":
+        out = centre
+        for d in range(rank):
+            plus, minus = (tuple(sgn if k == d else 0 for k in range(rank)) for sgn in (1, -1))
+            out = out + (at[plus] - centre * 2.0 + at[minus]) * round(0.25 / rank, 4)
+        return out
     return acc * round(1.0 / n, 4)
 
 
@@ -293,11 +302,7 @@ def _iterated(pl: _Plan, budget: float, rank: int) -> None:
     with pl.p.loop("t", 0, steps):
         for dst, src in [(a, a)] if in_place else [(b, a), (a, b)]:
             with _nest(pl.p, ITERS[:rank], tuple(e - 1 for e in ext), (1,) * rank) as its:
-                acc = None
-                for off in offsets:
-                    term = src[tuple(it + o for it, o in zip(its, off, strict=True))]
-                    acc = term if acc is None else acc + term
-                dst[tuple(its)] = _average(pl, acc, src[tuple(its)], len(offsets))
+                dst[tuple(its)] = _update(pl, src, its, offsets)
     pl.work += steps * sweeps * math.prod(ext) * 2 * len(offsets)
 
 
