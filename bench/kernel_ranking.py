@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 from compare_models import kernel_name, kernel_specs
-from scipy.stats import spearmanr
 
+from loopcost.costmodel.metrics import spearman
 from loopcost.costmodel.model import CostModel
 from loopcost.errors import LoopcostError
 from loopcost.features.extract import FeatureTree, featurize
@@ -69,7 +69,7 @@ def remeasured(raw: dict[str, list[float]]) -> float | None:
         return None
     even = [float(np.median(t[0::2])) for t in raw.values()]
     odd = [float(np.median(t[1::2])) for t in raw.values()]
-    return float(spearmanr(even, odd).statistic)
+    return spearman(np.array(even), np.array(odd))
 
 
 def featurized(run: dict, programs: dict[str, ProgramState],
@@ -102,7 +102,7 @@ def scores(log_pred: np.ndarray, measured: np.ndarray) -> dict:
     for lo, hi in zip(PAIR_BINS, PAIR_BINS[1:], strict=False):
         sel = (np.abs(d) >= lo) & (np.abs(d) < hi)
         pairs.append((int((d[sel] * p[sel] > 0).sum()), int(sel.sum())))
-    return {"spearman": float(spearmanr(log_pred, measured).statistic),
+    return {"spearman": spearman(log_pred, measured),
             "top1": float(measured[order[0]] / measured.max()),
             "top5": float(measured[order[:5]].max() / measured.max()), "pairs": pairs}
 
