@@ -50,7 +50,6 @@ from loopcost.costmodel.train import TrainConfig, train_ensemble
 from loopcost.database.store import Store
 from loopcost.dataset.shipped import shipped_db
 
-BENCH = Path(__file__).resolve().parent
 START = time.time()
 #: the cores the networks training at once share
 CORES = os.cpu_count() or 1
@@ -304,7 +303,8 @@ def main() -> None:
     text = table(rows, recipes, ceilings)
     best = max(rows, key=lambda n: rows[n]["val"]["spearman_per_program_mean"])
     text += f"\n\nBest on the validation split (Spearman/program): {best} ({models[best]})\n"
-    text += kernel_section(models, train_db, sorted(BENCH.glob("*.jsonl")) if a.kernel_runs is None else a.kernel_runs)
+    kernel_runs = sorted(kernel_ranking.BENCH.glob("*.jsonl")) if a.kernel_runs is None else a.kernel_runs
+    text += kernel_section(models, train_db, kernel_runs)
     print(text)
     if a.out:
         Path(a.out).write_text(text)

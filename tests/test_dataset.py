@@ -82,16 +82,10 @@ def test_version_1_still_draws_the_programs_of_the_packed_builds():
     db.close()
 
 
-def _reads(state: ProgramState) -> list[np.ndarray]:
-    """Each computation's vector (``featurize``), for the fields of its reads."""
-    from loopcost.features.extract import featurize
-
-    return list(featurize(state).comps)
-
-
 def test_version_2_draws_what_kernels_hold_and_version_1_never_did():
     """Reads that stay put in the innermost loop, reductions as perfect nests, extents over 2048, memory over
     64 MiB (within ``max_bytes``), subtraction and division: in version 2's programs, none in version 1's."""
+    from loopcost.features.extract import featurize
     from loopcost.features.layout import ACCESS_FIELDS, ACCESS_SIZE, ACCESSES_AT, COMP_INDEX, FIELDS_AT
 
     zero = ACCESS_FIELDS.index("inner_stride_zero")
@@ -106,7 +100,7 @@ def test_version_2_draws_what_kernels_hold_and_version_1_never_did():
             out["over 64 MiB"] += mem > 64 * 2**20
             out["extent over 2048"] += max(max(b.shape) for b in p.buffers) > 3000
             state = ProgramState.initial(p)
-            comps = _reads(state)
+            comps = featurize(state).comps  # each computation's vector
             # a read (access 1 on) whose element does not change along the innermost loop
             out["broadcast read"] += any(v[ACCESSES_AT + k * ACCESS_SIZE + zero] for v in comps for k in range(1, 16))
             out["sub"] += any(v[FIELDS_AT + COMP_INDEX["n_sub"]] for v in comps)

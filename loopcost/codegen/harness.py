@@ -369,6 +369,13 @@ static void lc_run(int lc_v) {{
   }}
 }}
 
+/* variant lc_v run once, the process ended by SIGALRM if it takes more than lc_limit seconds (0: no limit) */
+static void lc_run_within(int lc_v, double lc_limit) {{
+  lc_deadline(lc_limit);
+  lc_run(lc_v);
+  lc_deadline(0);
+}}
+
 int main(int lc_argc, char **lc_argv) {{
   lc_out = fdopen(dup(1), "w");
   if (lc_out) dup2(2, 1); else lc_out = stdout;
@@ -401,9 +408,7 @@ int main(int lc_argc, char **lc_argv) {{
     double lc_limit = lc_v != 0 && lc_abort > 0 && lc_ref_min > 0
                       ? fmax(lc_abort * lc_ref_min, {ABORT_FLOOR_S!r}) : 0;
     double lc_first = lc_now();
-    lc_deadline(lc_limit);
-    lc_run(lc_v);
-    lc_deadline(0);
+    lc_run_within(lc_v, lc_limit);
     lc_first = lc_now() - lc_first;
     printf("{{\\"variant\\": %d, \\"errors\\": {{", lc_v);
 {errors}
@@ -418,9 +423,7 @@ int main(int lc_argc, char **lc_argv) {{
       lc_n = 1; lc_total = lc_lo = lc_hi = lc_first;
       printf("%.9g", lc_first);
     }} else {{
-      for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{
-        lc_reset(); lc_deadline(lc_limit); lc_run(lc_v); lc_deadline(0);
-      }}
+      for (long lc_w = 0; lc_w < lc_warmup; lc_w++) {{ lc_reset(); lc_run_within(lc_v, lc_limit); }}
     }}
     while (lc_n < lc_max_runs && (lc_n < lc_min_runs || lc_total < lc_min_time)
            && !(lc_n > 0 && lc_max_time > 0 && lc_total >= lc_max_time)
@@ -431,9 +434,7 @@ int main(int lc_argc, char **lc_argv) {{
       }}
       lc_reset();
       double lc_t0 = lc_now();
-      lc_deadline(lc_limit);
-      lc_run(lc_v);
-      lc_deadline(0);
+      lc_run_within(lc_v, lc_limit);
       double lc_t = lc_now() - lc_t0;
       lc_total += lc_t;
       if (lc_n == 0 || lc_t < lc_lo) lc_lo = lc_t;

@@ -112,9 +112,10 @@ def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str,
                 for h, text, sp in store.run_labels(fingerprint, version) if current(h, version)]
         records = _featurized(rows, store.run_program_json)
     if not records.trees or for_training and not {SPLITS.index("val"), SPLITS.index("train")} <= set(records.split):
+        need = "fine-tuning" if for_training else "scoring"
         raise LoopcostError(f"{store_path} holds {len(records.trees)} measured schedules of this machine "
-                            f"({fingerprint}); fine-tuning needs more (run `loopcost optimize K --search adaptive` "
-                            "on a few kernels)")
+                            f"({fingerprint}); {need} needs more (run `loopcost optimize K --search adaptive` on a "
+                            "few kernels)")
     return records.write(path)
 
 

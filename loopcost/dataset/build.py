@@ -53,7 +53,7 @@ def _resume_hint(before: dict, settings: dict) -> str:
     if before["space"] != SPACE_VERSION:
         return ("; its schedules were drawn from an older space of schedules (other skews), which this version no "
                 "longer draws: continue with another --seed")
-    flags, fixed = [], json.loads(json.dumps(settings))
+    flags, fixed = [], dict(settings)  # its parts are replaced, never changed in place
     if before["generator"]["version"] != settings["generator"]["version"]:
         flags.append(f"--generator-version {before['generator']['version']}")
         fixed["generator"] = {**settings["generator"], "version": before["generator"]["version"],

@@ -100,7 +100,7 @@ class _Plan:
     rng: random.Random
     p: ProgramBuilder
     dtype: str
-    version: int = 1
+    version: int
     #: it holds matrix-vector work, which reaches the work of a bench-scale program only in memory beyond the
     #: caches (one pass over the matrix): version 2 lets it take up to ``max_bytes``
     streams: bool = False
@@ -129,9 +129,10 @@ class _Plan:
         return out
 
 
-def _extents(rng: random.Random, rank: int, budget: float, version: int = 1) -> tuple[int, ...]:
+def _extents(pl: _Plan, rank: int, budget: float) -> tuple[int, ...]:
     """``rank`` extents from the pools whose product is near ``budget`` (version 2: the extra-large pool too,
     for one or two dimensions)."""
+    rng, version = pl.rng, pl.version
     pools = POOLS | ({"xlarge": XLARGE} if version >= 2 and rank <= 2 and rng.random() < XLARGE_SHARE else {})
     pool = rng.choice(list(pools))
     ext = [rng.choice(pools[pool]) for _ in range(rank)]
@@ -151,11 +152,12 @@ def _coef(rng: random.Random) -> float:
     return round(rng.uniform(0.1, 0.9), 2)
 
 
-def _combine(rng: random.Random, terms: list[Expr], version: int = 1) -> Expr:
+def _combine(pl: _Plan, terms: list[Expr]) -> Expr:
     """A random arithmetic combination that keeps values bounded (version 2: divisions too)."""
+    rng = pl.rng
     out = terms[0] * _coef(rng)
     for t in terms[1:]:
-        op = rng.choice("+-*m" if version == 1 else "+-*/m")
+        op = rng.choice("+-*m" if pl.version == 1 else "+-*/m")
         if op == "+":
             out = out + t * _coef(rng)
         elif op == "-":
@@ -173,7 +175,7 @@ def _combine(rng: random.Random, terms: list[Expr], version: int = 1) -> Expr:
 
 def _map(pl: _Plan, budget: float, rank: int, assign_only: bool = False) -> None:
     rng = pl.rng
-    ext = _extents(rng, rank, budget, pl.version)
+    ext = _extents(pl, rank, budget)
     out = pl.result(ext)
     shared = pl.rng.random() < 0.3 and rank > 1
     with _nest(pl.p, ITERS[:rank], ext) as loops:
@@ -191,7 +193,7 @@ def _map(pl: _Plan, budget: float, rank: int, assign_only: bool = False) -> None
             shape = tuple(ext[perm[d]] + shift[d] for d in range(rank))
             src = pl.source(shape)
             terms.append(src[tuple(loops[perm[d]] + shift[d] for d in range(rank))])
-        out[tuple(loops)] = _combine(rng, terms, pl.version)
+        out[tuple(loops)] = _combine(pl, terms)
         pl.work += math.prod(ext) * (2 * len(terms) + 1)
         if shared:  # a second computation in the same nest, reading the first
             out2 = pl.result(ext)
@@ -224,7 +226,7 @@ class _nest:
 def _stencil(pl: _Plan, budget: float, rank: int) -> None:
     rng = pl.rng
     r = rng.choice([1, 1, 2])
-    ext = _extents(rng, rank, budget, pl.version)
+    ext = _extents(pl, rank, budget)
     ext = tuple(max(e, 2 * r + 2) for e in ext)
     src = pl.source(ext)
     out = pl.result(ext)
@@ -296,7 +298,7 @@ def _iterated(pl: _Plan, budget: float, rank: int) -> None:
     offsets = _neighbours(rng, rank)
     _written_order(pl, offsets)
     sweeps = 1 if in_place else 2
-    ext = tuple(max(e, 4) for e in _extents(rng, rank, budget / (steps * sweeps * 2 * len(offsets)), pl.version))
+    ext = tuple(max(e, 4) for e in _extents(pl, rank, budget / (steps * sweeps * 2 * len(offsets))))
     a = pl.result(ext)
     b = a if in_place else pl.result(ext)
     with pl.p.loop("t", 0, steps):
@@ -308,7 +310,7 @@ def _iterated(pl: _Plan, budget: float, rank: int) -> None:
 
 def _matmul(pl: _Plan, budget: float) -> None:
     rng = pl.rng
-    ni, nj, nk = _extents(rng, 3, budget, pl.version)
+    ni, nj, nk = _extents(pl, 3, budget)
     a = pl.source((ni, nk))
     b = pl.buffer((nk, nj), "input") if rng.random() < 0.5 else pl.buffer((nj, nk), "input")
     transposed = b.buffer.shape == (nj, nk) and nj != nk
@@ -335,7 +337,7 @@ def _zeroed_apart(pl: _Plan, out: BufferRef, shape: tuple[int, ...]) -> bool:
 
 def _sum(pl: _Plan, budget: float, rank: int) -> None:
     rng = pl.rng
-    ext = _extents(rng, rank, budget, pl.version)
+    ext = _extents(pl, rank, budget)
     src = pl.source(ext)
     axis = rng.randrange(rank)
     keep = tuple(e for d, e in enumerate(ext) if d != axis)
@@ -356,7 +358,7 @@ def _conv(pl: _Plan, budget: float) -> None:
     rng = pl.rng
     k = rng.choice([3, 5])
     nf = rng.choice([4, 8, 16])
-    h, w = _extents(rng, 2, budget / (nf * k * k), pl.version)
+    h, w = _extents(pl, 2, budget / (nf * k * k))
     h, w = max(h, k + 1), max(w, k + 1)
     src = pl.source((h, w))
     wt = pl.buffer((nf, k, k), "input")
@@ -374,7 +376,7 @@ def _matvec(pl: _Plan, budget: float) -> None:
     transposed, a rank-1 update ``A + u v^T`` or ``A``'s columns centred and its rows scaled."""
     rng = pl.rng
     pl.streams = True
-    m, n = _extents(rng, 2, budget, pl.version)
+    m, n = _extents(pl, 2, budget)
     kind = rng.choice(["rows", "columns", "both", "rank1", "centre"])
     transposed = kind in ("rows", "columns") and m != n and rng.random() < 0.3
     a = pl.source((n, m) if transposed else (m, n))
@@ -420,7 +422,7 @@ def _matvec(pl: _Plan, budget: float) -> None:
 
 def _triangular(pl: _Plan, budget: float) -> None:
     rng = pl.rng
-    (n,) = _extents(rng, 1, math.sqrt(2 * budget), pl.version)
+    (n,) = _extents(pl, 1, math.sqrt(2 * budget))
     src = pl.source((n, n))
     out = pl.result((n, n))
     with pl.p.loop("i", 0, n) as i:
