@@ -9,7 +9,8 @@ database (then ``--heldout DB`` names the held-out one). For each architecture a
 shipped model's recipe, a pair of networks (one on MAPE, one with the ranking loss), ensembles the pair, and scores
 it on the validation split (where models are chosen), the test split and every record of the held-out set whose
 program the training database does not hold (``unseen``: never trained on, never used to choose; a generator may
-draw a training program again under another seed); then the ensemble of all pairs of one seed (both architectures).
+draw a training program again under another seed; where the held-out set holds several builds, each build's records
+apart too, ``unseen@SEED``); then the ensemble of all pairs of one seed (both architectures).
 The table (every model, and the mean and spread over seeds of each recipe) goes to ``--out``; every evaluation is a
 JSON line of ``WORK/results.jsonl``. Each network resumes from its checkpoint and finished work is skipped: after
 an interruption, rerun the same command. Training is CPU work (any machine: it needs no quiet one), or GPU work
@@ -58,7 +59,6 @@ CORES = os.cpu_count() or 1
 MEMBERS = (("mape", "mape", 0.0, 42), ("rank", "mape", 1.0, 45))
 #: epochs of the base network on the ``--pretrain`` dataset: the Intel recipe's MAPE member
 PRETRAIN_EPOCHS = 28
-SPLITS = ("val", "test", "unseen")
 METRICS = (("mape", "MAPE %", "{:.1f}"), ("spearman_per_program_mean", "Spearman/program", "{:.3f}"),
            ("top1_recovery", "top-1", "{:.3f}"))
 
@@ -79,6 +79,12 @@ def databases(a: argparse.Namespace) -> tuple[Path, Path]:
     if not a.heldout:
         raise SystemExit("--dataset DB needs --heldout DB (a set never trained on)")
     return database(src), database(Path(a.heldout))
+
+
+def splits(heldout_seeds: list[int]) -> list[str]:
+    """What each model is scored on: the validation and test splits, the held-out set and, where it holds several
+    builds (e.g. of two generator versions), each build's programs apart (``unseen@SEED``)."""
+    return ["val", "test", "unseen"] + ([f"unseen@{s}" for s in heldout_seeds] if len(heldout_seeds) > 1 else [])
 
 
 def exported(db: Path, out: Path, seeds: list[int] | None) -> Path:
@@ -183,8 +189,9 @@ def scored(model: Path, split: str, data: dict[str, Path], dbs: dict[str, Path],
     appended to ``results``."""
     if (str(model), split) in done:
         return done[str(model), split]
-    if split == "unseen":
-        r = evaluate(model, data["heldout"], dbs["heldout"], split="all", unseen_by=dbs["train"])
+    if split.startswith("unseen"):  # unseen@SEED: the held-out build of SEED, exported apart
+        r = evaluate(model, data["heldout" + split[len("unseen"):]], dbs["heldout"], split="all",
+                     unseen_by=dbs["train"])
     else:
         r = evaluate(model, data["train"], dbs["train"], split=split)
     r["name"] = split
@@ -193,13 +200,15 @@ def scored(model: Path, split: str, data: dict[str, Path], dbs: dict[str, Path],
     return r
 
 
-def table(rows: dict[str, dict[str, dict]], recipes: dict[str, list[str]], ceilings: dict[str, dict]) -> str:
-    """Markdown: a row per model, then each recipe's mean and spread over its seeds, then the noise ceiling."""
-    head = "| model | " + " | ".join(f"{s} {label}" for s in SPLITS for _, label, _ in METRICS) + " |"
-    lines = [head, "|---|" + "---:|" * (len(SPLITS) * len(METRICS))]
+def table(rows: dict[str, dict[str, dict]], recipes: dict[str, list[str]], ceilings: dict[str, dict],
+          columns: list[str]) -> str:
+    """Markdown: a row per model, then each recipe's mean and spread over its seeds, then the noise ceiling; a
+    column per metric of each split of ``columns``."""
+    head = "| model | " + " | ".join(f"{s} {label}" for s in columns for _, label, _ in METRICS) + " |"
+    lines = [head, "|---|" + "---:|" * (len(columns) * len(METRICS))]
 
     def cells(get) -> str:
-        return " | ".join(get(s, k, fmt) for s in SPLITS for k, _, fmt in METRICS)
+        return " | ".join(get(s, k, fmt) for s in columns for k, _, fmt in METRICS)
 
     for name, r in rows.items():
         lines.append(f"| {name} | " + cells(lambda s, k, fmt, r=r: fmt.format(r[s][k])) + " |")
@@ -270,6 +279,11 @@ def main() -> None:
     export_seeds = [int(s) for s in a.export_seeds.split(",")] if a.export_seeds else None
     data = {"train": exported(train_db, work / "data.npz", export_seeds),
             "heldout": exported(heldout_db, work / "heldout.npz", None)}
+    with Store(str(heldout_db)) as store:
+        heldout_seeds = sorted(int(key.partition(":")[2]) for key in store.builds())
+    columns = splits(heldout_seeds)
+    for s in heldout_seeds if len(heldout_seeds) > 1 else []:
+        data[f"heldout@{s}"] = exported(heldout_db, work / f"heldout-{s}.npz", [s])
     dbs = {"train": train_db, "heldout": heldout_db}
     results = work / "results.jsonl"
     models: dict[str, Path] = {}
@@ -298,9 +312,9 @@ def main() -> None:
         raise SystemExit("no pair of networks is whole yet: rerun to resume their training")
     done = {(r["model"], r["name"]): r for r in map(json.loads, results.read_text().splitlines())} \
         if results.exists() else {}
-    rows = {name: {s: scored(m, s, data, dbs, results, done) for s in SPLITS} for name, m in models.items()}
-    ceilings = {s: next(iter(rows.values()))[s]["remeasurement"] for s in SPLITS}
-    text = table(rows, recipes, ceilings)
+    rows = {name: {s: scored(m, s, data, dbs, results, done) for s in columns} for name, m in models.items()}
+    ceilings = {s: next(iter(rows.values()))[s]["remeasurement"] for s in columns}
+    text = table(rows, recipes, ceilings, columns)
     best = max(rows, key=lambda n: rows[n]["val"]["spearman_per_program_mean"])
     text += f"\n\nBest on the validation split (Spearman/program): {best} ({models[best]})\n"
     kernel_runs = sorted(kernel_ranking.BENCH.glob("*.jsonl")) if a.kernel_runs is None else a.kernel_runs

@@ -28,8 +28,9 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     build(str(db), programs=10, cfg=BuildConfig(seed=12, schedules=4, generator=TINY), workers=1, progress=False,
           noise_fraction=0.0)
     heldout = tmp_path / "h.db"  # other programs: the ones the training database also holds are not scored
-    build(str(heldout), programs=3, cfg=BuildConfig(seed=13, schedules=4, generator=TINY), workers=1,
-          progress=False, noise_fraction=0.0)
+    for seed, n in ((13, 3), (14, 2)):  # two builds: each is scored apart too
+        build(str(heldout), programs=n, cfg=BuildConfig(seed=seed, schedules=4, generator=TINY), workers=1,
+              progress=False, noise_fraction=0.0)
     work = tmp_path / "w"
     # a benchmark run of gemm's schedules measured on this database's machine, for the models to rank
     (machine,) = Store(str(db)).machines()
@@ -71,7 +72,10 @@ def test_pretraining_trains_a_base_network_first_and_both_members_start_from_it(
     assert "| transformer-s0 |" in table and "mean ± sd" not in table  # one seed: no spread row
     assert f"measured on this machine ({machine['fingerprint']})" in table
     assert "| bench | transformer-s0 | 1 (5) |" in table
-    assert {r["name"] for r in rows if r["model"] == str(work / "transformer-s0.pt")} == {"val", "test", "unseen"}
+    scored = {r["name"]: r for r in rows if r["model"] == str(work / "transformer-s0.pt")}
+    assert set(scored) == {"val", "test", "unseen", "unseen@13", "unseen@14"}
+    assert scored["unseen@13"]["n"] + scored["unseen@14"]["n"] == scored["unseen"]["n"]
+    assert "| model | val MAPE % |" in table and "unseen@14 top-1 |" in table
     # a rerun finds every network trained and every evaluation made: it trains and evaluates nothing
     again = _run(*args)
     assert again.returncode == 0 and "training" not in again.stderr

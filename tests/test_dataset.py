@@ -61,24 +61,35 @@ def test_every_family_builds(version, family):
         assert sum(math.prod(b.shape) * (4 if b.dtype == "float32" else 8) for b in p.buffers) <= opts.max_bytes
 
 
-def test_version_1_still_draws_the_programs_of_the_packed_builds():
-    """Version 2 changed what a seed draws; the builds packed before it resume with ``--generator-version 1``
-    only if version 1 draws their programs as it did."""
+@pytest.mark.parametrize("packed, seed, version, excluded", [
+    ("", 5, 1, None), ("", 6, 1, "heldout"), ("", 7, 1, "heldout"), ("", 8, 2, "heldout"), ("heldout", 1002, 2, "")])
+def test_each_generator_version_still_draws_the_programs_of_the_packed_builds(packed, seed, version, excluded):
+    """A version's draws are fixed once a build used them: the packed builds resume (``--generator-version``)
+    only if their version draws their programs as it did (seeds 5-7: version 1, stored before versions were;
+    seed 8 and the held-out set's seed 1002: version 2), each drawn again past the programs of the database it
+    was built ``--exclude-programs-of`` (seed 1002's program 2 first drew a program of seed 5)."""
     from loopcost.dataset.shipped import shipped_db
     from loopcost.generator.programs import stream_program
     from loopcost.paths import DATA
 
-    db = sqlite3.connect(shipped_db(DATA / "machines" / "amd-epyc" / "dataset.sqlite.xz"))
-    for seed in (5, 6, 7):
-        settings = json.loads(db.execute("SELECT value FROM meta WHERE key = ?", (f"build:{seed}",)).fetchone()[0])
-        gen = settings["generator"]
-        assert "version" not in gen  # built before the version was stored
-        opts = GeneratorOptions(**{**gen, "families": tuple(gen["families"]), "dtypes": tuple(gen["dtypes"]),
-                                   "version": 1})
-        rows = db.execute("SELECT idx, hash FROM programs WHERE seed = ? ORDER BY idx LIMIT 3", (seed,)).fetchall()
-        assert len(rows) == 3
-        for idx, digest in rows:
-            assert stream_program(seed, idx, opts).content_hash() == digest
+    def packed_db(folder: str) -> sqlite3.Connection:
+        return sqlite3.connect(shipped_db(DATA / "machines" / "amd-epyc" / folder / "dataset.sqlite.xz"))
+
+    exclude = frozenset()
+    if excluded is not None:
+        other = packed_db(excluded)
+        exclude = frozenset(h for (h,) in other.execute("SELECT hash FROM programs"))
+        other.close()
+    db = packed_db(packed)
+    settings = json.loads(db.execute("SELECT value FROM meta WHERE key = ?", (f"build:{seed}",)).fetchone()[0])
+    gen = settings["generator"]
+    assert gen.get("version", 1) == version
+    opts = GeneratorOptions(**{**gen, "families": tuple(gen["families"]), "dtypes": tuple(gen["dtypes"]),
+                               "version": version})
+    rows = db.execute("SELECT idx, hash FROM programs WHERE seed = ? ORDER BY idx LIMIT 3", (seed,)).fetchall()
+    assert len(rows) == 3
+    for idx, digest in rows:
+        assert stream_program(seed, idx, opts, exclude).content_hash() == digest
     db.close()
 
 
