@@ -282,8 +282,9 @@ def main() -> None:
     with Store(str(heldout_db)) as store:
         heldout_seeds = sorted(int(key.partition(":")[2]) for key in store.builds())
     columns = splits(heldout_seeds)
-    for s in heldout_seeds if len(heldout_seeds) > 1 else []:
-        data[f"heldout@{s}"] = exported(heldout_db, work / f"heldout-{s}.npz", [s])
+    for col in columns[3:]:  # unseen@SEED
+        seed = col.partition("@")[2]
+        data[f"heldout@{seed}"] = exported(heldout_db, work / f"heldout-{seed}.npz", [int(seed)])
     dbs = {"train": train_db, "heldout": heldout_db}
     results = work / "results.jsonl"
     models: dict[str, Path] = {}
