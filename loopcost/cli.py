@@ -491,9 +491,10 @@ def parser() -> argparse.ArgumentParser:
 
     def generator_version_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--generator-version", type=int, choices=sorted(VERSION_FAMILIES), default=GENERATOR_VERSION,
-                        help=f"the program generator's version (default {GENERATOR_VERSION}; 1: as builds before "
-                             "December 2026 drew, to resume one: no matrix-vector family, extents from pools up to "
-                             "2048, 64 MiB at most)")
+                        help=f"the program generator's version (default {GENERATOR_VERSION}; to resume a build of "
+                             "an older one: 1, before December 2026: no matrix-vector family, extents from pools up "
+                             "to 2048, 64 MiB at most; 2, until 2026-12-07: no batched family, convolutions of one "
+                             "channel)")
 
     def store_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--store", default=None, metavar="DB",

@@ -22,7 +22,7 @@ from loopcost.dataset.build import build
 from loopcost.dataset.stats import dataset_stats, format_stats
 from loopcost.dataset.tasks import DATASET_TIMING, LEGACY_TIMING, BuildConfig
 from loopcost.errors import LoopcostError
-from loopcost.generator.programs import FAMILIES, GeneratorOptions, generate_programs
+from loopcost.generator.programs import FAMILIES, VERSION_FAMILIES, GeneratorOptions, generate_programs
 from loopcost.generator.schedules import random_schedules
 from loopcost.ir.program import Program
 from loopcost.ir.state import ProgramState
@@ -50,10 +50,11 @@ def test_generator_is_deterministic_and_varied():
     assert dtypes == {"float32", "float64"}
 
 
-@pytest.mark.parametrize("version, family", [(1, f) for f in FAMILIES[:-1]] + [(2, f) for f in FAMILIES])
+@pytest.mark.parametrize("version, family", [(v, f) for v, fams in VERSION_FAMILIES.items() for f in fams])
 def test_every_family_builds(version, family):
-    opts = GeneratorOptions(min_work=2e4, max_work=3e5, max_bytes=2**20, families=(family,), max_comps=2,
-                            version=version)
+    # a batched contraction is three computations of four loops of 16 at least: 16^4 multiply-adds
+    opts = GeneratorOptions(min_work=2e4, max_work=3e6 if family == "batched" else 3e5, max_bytes=2**20,
+                            families=(family,), max_comps=3, version=version)
     progs = generate_programs(6, seed=3, opts=opts)
     assert len({p.content_hash() for p in progs}) >= 5  # varied (a small family may draw one program twice)
     for p in progs:  # within the options' limits
@@ -128,10 +129,58 @@ def test_version_2_draws_what_kernels_hold_and_version_1_never_did():
         assert old[trait] <= 0.05 and share >= 0.1, (trait, old[trait], share)
 
 
+def _self_fed_matvecs(opts: GeneratorOptions, n: int) -> int:
+    """How many of ``n`` programs hold a reduction that reads the buffer it accumulates into at another
+    element than the one it writes (``y[i] += A[i,j] * y[j]``)."""
+    bad = 0
+    for p in generate_programs(n, seed=4, opts=opts):
+        bad += any(c.reduction is not None and any(
+            r.buffer == c.target.buffer and r.index != c.target.index for r in c.reads()) for c in p.computations())
+    return bad
+
+
+def test_version_3_matvec_reads_a_vector_other_than_its_output():
+    """Version 2 drew ``y`` before ``x``, so that ``x`` could be ``y`` (7 programs of seed 8 summed past the
+    float range); version 3 draws ``x`` first."""
+    kw = dict(min_work=2e4, max_work=3e5, max_bytes=2**22, families=("matvec",), max_comps=3)
+    assert _self_fed_matvecs(GeneratorOptions(**kw, version=2), 60) > 0
+    assert _self_fed_matvecs(GeneratorOptions(**kw, version=3), 60) == 0
+
+
+def test_version_3_draws_what_version_2_left_outside_the_data():
+    """A scratch row written inside two outer loops (doitgen), 4-D tensors of convolutions, depthwise
+    convolutions (a read and a write indexed by the same channel) and time loops past 40000 sweeps
+    (jacobi-1d): in version 3's programs, none in version 2's."""
+
+    def traits(version: int) -> dict[str, int]:
+        out = {"scratch row": 0, "4-D tensor": 0, "depthwise": 0, "sweeps over 40000": 0}
+        families = ("conv", "iterated") + (("batched",) if version >= 3 else ())
+        opts = GeneratorOptions(min_work=2e8, max_work=3e9, families=families, version=version)
+        for p in generate_programs(60, seed=5, opts=opts):
+            temps = {b.name for b in p.buffers if b.role == "temp"}
+            nests = list(p.walk_computations())
+            out["scratch row"] += any(c.target.buffer in temps and len(nest) > len(c.target.index)
+                                      for c, nest in nests)
+            out["4-D tensor"] += any(len(b.shape) == 4 for b in p.buffers)
+            # in[c, y + u, x + v] read for out[c, y, x]
+            out["depthwise"] += any(r.buffer != c.target.buffer and len(r.index) == 3
+                                    and r.index[0] == c.target.index[0] and len(r.index[1].terms) > 1
+                                    for c, _ in nests for r in c.reads())
+            out["sweeps over 40000"] += any(lp.name == "t" and lp.upper.const > 40000 for _, nest in nests
+                                            for lp in nest)
+        return out
+
+    old, new = traits(2), traits(3)
+    for trait, count in new.items():
+        assert old[trait] == 0 and count >= 2, (trait, old[trait], count)
+
+
 def test_a_family_of_a_later_generator_version_is_refused():
-    assert GeneratorOptions(version=1).families == FAMILIES[:-1] and "matvec" in FAMILIES
+    assert GeneratorOptions(version=1).families == VERSION_FAMILIES[1] and "matvec" in FAMILIES
     with pytest.raises(LoopcostError, match="version 1 draws no matvec programs \\(from version 2 on\\)"):
         GeneratorOptions(version=1, families=("map", "matvec"))
+    with pytest.raises(LoopcostError, match="version 2 draws no batched programs \\(from version 3 on\\)"):
+        GeneratorOptions(version=2, families=("batched",))
     with pytest.raises(LoopcostError, match="unknown generator version 9"):
         GeneratorOptions(version=9)
 

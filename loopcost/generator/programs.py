@@ -6,7 +6,8 @@ in 1-3 dimensions with radius 1-2, stencils swept in a time loop (Jacobi's two
 buffers or Gauss-Seidel in place: the loop-carried dependences that skewing and
 wavefronts are for), matmul-like and along-a-dimension reductions, direct
 convolutions, triangular nests and (version 2) matrix-vector products and
-rank-1 updates. A computation reads the previous one's output when their shapes
+rank-1 updates, (version 3) contractions through a scratch row as doitgen's.
+A computation reads the previous one's output when their shapes
 agree (producer-consumer), and consecutive maps over the same space may share
 outer loops. Extents come from small, medium and large pools (version 2: and an
 extra-large one for programs of one or two dimensions), scaled so that the
@@ -17,7 +18,10 @@ Version 2 covers what the library's kernels hold and version 1 never drew (``ben
 that stay put while the innermost loop runs (``x[i]`` in a ``j`` loop: matrix-vector products), reductions
 written as perfect nests (their initialization in a nest of its own, so that the reduction loop can move
 outward), extents above 2048 and memory above 64 MiB (programs that stream from DRAM), subtraction and
-division.
+division. Version 3 draws what version 2 still left outside the data's range: a scratch row written inside
+two outer loops (doitgen), convolutions over input channels and batches with 4-D tensors, depthwise ones,
+time loops of 65536 sweeps (jacobi-1d's 40000); and its matrix-vector products no longer read their own
+output as the vector (version 2's did when the matrix was square).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ POOLS = {"small": (16, 24, 32, 48, 64), "medium": (96, 128, 192, 256, 384),
          "large": (512, 768, 1024, 1536, 2048)}
 #: version 2: extents of programs of one or two dimensions (a vector of 24000, a matrix of 6000 x 5000)
 XLARGE = (3000, 4096, 5000, 6144, 8000, 10000, 16384, 24000, 32768)
-#: version 2: time loops of iterated stencils as long as the kernels' (jacobi-1d at bench size sweeps 40000 times)
+#: version 2: time loops of iterated stencils as long as the kernels' (jacobi-1d at bench size sweeps 40000 times:
+#: version 3 adds 65536, so that it lies within the range)
 LONG_SWEEPS = [512, 2048, 8192, 32768]
 #: version 2: the share of computations of one or two dimensions that may draw from ``XLARGE``
 XLARGE_SHARE = 0.35
@@ -43,11 +48,12 @@ XLARGE_SHARE = 0.35
 #: programs in cache keep their share; a kernel of the library over 64 MiB streams from DRAM: 8 of 28)
 LARGE_MEMORY_SHARE = 0.2
 #: the version of the generator: builds record it, since the programs a seed draws depend on it
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 #: each version's families (the default: all of them) and memory limit per program
 VERSION_FAMILIES = {1: ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular", "iterated")}
 VERSION_FAMILIES[2] = (*VERSION_FAMILIES[1], "matvec")
-VERSION_MAX_BYTES = {1: 64 * 2**20, 2: 2**30}
+VERSION_FAMILIES[3] = (*VERSION_FAMILIES[2], "batched")
+VERSION_MAX_BYTES = {1: 64 * 2**20, 2: 2**30, 3: 2**30}
 FAMILIES = VERSION_FAMILIES[GENERATOR_VERSION]
 
 
@@ -293,7 +299,8 @@ def _iterated(pl: _Plan, budget: float, rank: int) -> None:
     """A radius-1 stencil swept ``steps`` times inside a time loop ``t``: Jacobi style (A -> B, then
     B -> A) or Gauss-Seidel style (A updated in place, reading neighbours already updated)."""
     rng = pl.rng
-    steps = rng.choice([2, 4, 8, 16, 32, 64, 128] + (LONG_SWEEPS if pl.version >= 2 else []))
+    steps = rng.choice([2, 4, 8, 16, 32, 64, 128] + (LONG_SWEEPS if pl.version >= 2 else [])
+                       + ([65536] if pl.version >= 3 else []))
     in_place = rng.random() < 0.4
     offsets = _neighbours(rng, rank)
     _written_order(pl, offsets)
@@ -355,7 +362,15 @@ def _sum(pl: _Plan, budget: float, rank: int) -> None:
 
 
 def _conv(pl: _Plan, budget: float) -> None:
+    """A direct convolution of one 2-D image by ``nf`` filters (version 3, three times in four: over ``nc``
+    input channels, a batch of such images with 4-D tensors, or depthwise, each channel by its own filter; and
+    half of the time started from a bias rather than zero, as the library's conv2d is)."""
     rng = pl.rng
+    if pl.version >= 3:
+        form = rng.choice(["plain", "channels", "batched", "depthwise"])
+        if form != "plain":
+            _conv_channels(pl, budget, form)
+            return
     k = rng.choice([3, 5])
     nf = rng.choice([4, 8, 16])
     h, w = _extents(pl, 2, budget / (nf * k * k))
@@ -368,6 +383,63 @@ def _conv(pl: _Plan, budget: float) -> None:
         with _nest(pl.p, ("u", "v"), (k, k)) as (u, v):
             out[f, y, x] += wt[f, u, v] * src[y + u, x + v]
     pl.work += nf * h * w * k * k * 3
+
+
+def _conv_channels(pl: _Plan, budget: float, form: str) -> None:
+    """Version 3: ``out[f,y,x] += w[f,c,u,v] in[c,y+u,x+v]`` (``channels``), the same with a batch loop ``b``
+    outermost and 4-D tensors (``batched``), or ``out[c,y,x] += w[c,u,v] in[c,y+u,x+v]`` (``depthwise``)."""
+    rng = pl.rng
+    k = rng.choice([1, 3, 3, 5])
+    nc = rng.choice([3, 4, 8, 16, 32])
+    nf = nc if form == "depthwise" else rng.choice([4, 8, 16, 32])
+    nb = rng.choice([2, 4, 8]) if form == "batched" else 1
+    per_pixel = nb * nf * k * k * (1 if form == "depthwise" else nc)
+    h, w = _extents(pl, 2, budget / per_pixel)
+    h, w = max(h, k + 1), max(w, k + 1)
+    oh, ow = h - k + 1, w - k + 1
+    lead = (nb,) if form == "batched" else ()
+    src = pl.source((*lead, nc, h, w))
+    wt = pl.buffer((nf, k, k) if form == "depthwise" else (nf, nc, k, k), "input")
+    bias = pl.buffer((nf,), "input") if rng.random() < 0.5 else None
+    out = pl.result((*lead, nf, oh, ow))
+    names = ("b" if lead else "") + "fyx"
+    with _nest(pl.p, names, (*lead, nf, oh, ow)) as its:
+        b, (f, y, x) = its[:len(lead)], its[len(lead):]
+        out[(*b, f, y, x)] = bias[f] if bias is not None else 0.0
+        if form == "depthwise":
+            with _nest(pl.p, ("u", "v"), (k, k)) as (u, v):
+                out[(*b, f, y, x)] += wt[f, u, v] * src[(*b, f, y + u, x + v)]
+        else:
+            with _nest(pl.p, ("c", "u", "v"), (nc, k, k)) as (c, u, v):
+                out[(*b, f, y, x)] += wt[f, c, u, v] * src[(*b, c, y + u, x + v)]
+    pl.work += per_pixel * oh * ow * 3
+
+
+def _batched(pl: _Plan, budget: float) -> None:
+    """Version 3: a matrix product for each point of two outer loops through a scratch row, as doitgen:
+    ``t[p] = sum_s A[r,q,s] C[s,p]``, then ``out[r,q,p] = t[p]``: the scratch row is written indexed by an inner
+    loop only, and half of the time ``out`` is ``A`` itself (updated in place)."""
+    rng = pl.rng
+    nr, nq, np_, ns = _extents(pl, 4, budget / 3)
+    in_place = rng.random() < 0.5
+    if in_place:
+        ns = np_
+        a = out = pl.result((nr, nq, np_))
+    else:
+        a = pl.source((nr, nq, ns))
+    c = pl.buffer((ns, np_), "input")
+    t = pl.buffer((np_,), "temp")
+    if not in_place:
+        out = pl.result((nr, nq, np_))
+    with pl.p.loop("r", 0, nr) as r:
+        with pl.p.loop("q", 0, nq) as q:
+            with pl.p.loop("p", 0, np_) as p:
+                t[p] = 0.0
+                with pl.p.loop("s", 0, ns) as s:
+                    t[p] += a[r, q, s] * c[s, p]
+            with pl.p.loop("p", 0, np_) as p:
+                out[r, q, p] = t[p]
+    pl.work += nr * nq * np_ * (ns * 2 + 1)
 
 
 def _matvec(pl: _Plan, budget: float) -> None:
@@ -386,9 +458,14 @@ def _matvec(pl: _Plan, budget: float) -> None:
 
     if kind in ("rows", "columns", "both"):
         ys = {"rows": [(m, "i")], "columns": [(n, "j")], "both": [(n, "j"), (m, "i")]}[kind]
+        # x along the loop the result does not follow. Version 3 draws it before y, so that a previous vector
+        # output can feed it; version 2 drew y first, so that x could be y itself (y[i] += A[i,j] y[j] when
+        # the matrix is square: values grow past the float range and the build discards the program)
+        if pl.version >= 3:
+            xs = [pl.source((n,) if it == "i" else (m,)) for _, it in ys]
         outs = [(pl.result((size,)), it) for size, it in ys]
-        # x along the loop the result does not follow; read first, so a previous vector output can feed it
-        xs = [pl.source((n,) if it == "i" else (m,)) for _, it in ys]
+        if pl.version < 3:
+            xs = [pl.source((n,) if it == "i" else (m,)) for _, it in ys]
         perfect = rng.random() < 0.5 or kind != "rows"
         if perfect:
             for (y, _), (size, _) in zip(outs, ys, strict=True):
@@ -465,6 +542,8 @@ def random_program(rng: random.Random, name: str, opts: GeneratorOptions = Gener
                 _iterated(pl, per_comp, rng.randint(1, 3))
             elif fam == "matvec":
                 _matvec(pl, per_comp / 2)
+            elif fam == "batched":
+                _batched(pl, per_comp / 2)
             else:
                 _triangular(pl, per_comp / 2)
         if (opts.min_work <= pl.work <= opts.max_work and pl.bytes <= (opts.max_bytes if pl.streams else limit)
