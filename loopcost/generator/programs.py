@@ -387,17 +387,19 @@ def _conv(pl: _Plan, budget: float) -> None:
 
 def _conv_channels(pl: _Plan, budget: float, form: str) -> None:
     """Version 3: ``out[f,y,x] += w[f,c,u,v] in[c,y+u,x+v]`` (``channels``), the same with a batch loop ``b``
-    outermost and 4-D tensors (``batched``), or ``out[c,y,x] += w[c,u,v] in[c,y+u,x+v]`` (``depthwise``)."""
+    outermost and 4-D tensors (``batched``), or ``out[c,y,x] += w[c,u,v] in[c,y+u,x+v]`` (``depthwise``; half
+    of the time batched too)."""
     rng = pl.rng
     k = rng.choice([1, 3, 3, 5])
     nc = rng.choice([3, 4, 8, 16, 32])
     nf = nc if form == "depthwise" else rng.choice([4, 8, 16, 32])
-    nb = rng.choice([2, 4, 8]) if form == "batched" else 1
+    batched = form == "batched" or (form == "depthwise" and rng.random() < 0.5)
+    nb = rng.choice([2, 4, 8]) if batched else 1
     per_pixel = nb * nf * k * k * (1 if form == "depthwise" else nc)
     h, w = _extents(pl, 2, budget / per_pixel)
     h, w = max(h, k + 1), max(w, k + 1)
     oh, ow = h - k + 1, w - k + 1
-    lead = (nb,) if form == "batched" else ()
+    lead = (nb,) if batched else ()
     src = pl.source((*lead, nc, h, w))
     wt = pl.buffer((nf, k, k) if form == "depthwise" else (nf, nc, k, k), "input")
     bias = pl.buffer((nf,), "input") if rng.random() < 0.5 else None
