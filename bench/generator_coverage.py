@@ -58,10 +58,11 @@ def kernel_vectors(files: list[Path]) -> dict[str, np.ndarray]:
     programs: dict[str, ProgramState] = {}
     seen: dict[tuple[str, str], FeatureTree | None] = {}
     for run in runs_of(rows, None):
-        if run["kernel"] in specs and run["kernel"] not in programs:
+        if run["kernel"] not in specs:
+            continue
+        if run["kernel"] not in programs:
             programs[run["kernel"]] = ProgramState.initial(load_program(specs[run["kernel"]], "bench"))
-        if run["kernel"] in specs:
-            featurized(run, programs, seen)
+        featurized(run, programs, seen)
     out: dict[str, list[np.ndarray]] = {}
     for (kernel, _), tree in seen.items():
         if tree is not None:

@@ -463,11 +463,12 @@ def _matvec(pl: _Plan, budget: float) -> None:
         # x along the loop the result does not follow. Version 3 draws it before y, so that a previous vector
         # output can feed it; version 2 drew y first, so that x could be y itself (y[i] += A[i,j] y[j] when
         # the matrix is square: values grow past the float range and the build discards the program)
-        if pl.version >= 3:
-            xs = [pl.source((n,) if it == "i" else (m,)) for _, it in ys]
+        def vectors() -> list[BufferRef]:
+            return [pl.source((n,) if it == "i" else (m,)) for _, it in ys]
+
+        xs = vectors() if pl.version >= 3 else []
         outs = [(pl.result((size,)), it) for size, it in ys]
-        if pl.version < 3:
-            xs = [pl.source((n,) if it == "i" else (m,)) for _, it in ys]
+        xs = xs or vectors()
         perfect = rng.random() < 0.5 or kind != "rows"
         if perfect:
             for (y, _), (size, _) in zip(outs, ys, strict=True):
