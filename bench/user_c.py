@@ -96,13 +96,17 @@ def table(rows: list[dict], header: str) -> str:
         written = "the original (no candidate beat it)" if r["written"] is None else f"`{r['written'] or '(none)'}`"
         ratio = f"{r['speedup_over_original']:.2f}x" if r["verified"] and r["speedup_over_original"] else \
             "not verified"
-        lines.append(f"| {r['case']} | {r['exercises']} | {written} | {ratio} | {1e3 * r['original_median_s']:.3g} | "
+        lines.append(f"| {r['case']} | {r['exercises']} | {written} | {ratio} | {_ms(r['original_median_s'])} | "
                      f"{r['search_time_s']:.0f} | {r['measurements']} ({r['reused']}) | {len(r['tried'])} |")
     ok = [r["speedup_over_original"] for r in rows if r.get("verified") and r.get("speedup_over_original")]
     if ok:
         lines.append(f"\ngeometric mean over the original: **{statistics.geometric_mean(ok):.2f}x** ({len(ok)} of "
                      f"{len(rows)} verified)")
     return "\n".join(lines) + "\n"
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{1e3 * seconds:.3g}"
 
 
 def main() -> None:

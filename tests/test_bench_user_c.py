@@ -35,3 +35,14 @@ def test_a_case_runs_the_command_and_reports_its_drop_in_check(tmp_path):
     assert row["rc"] == 0 and row["verified"] and row["tried"]
     assert row["written"] is None or row["speedup_over_original"] >= 1.0  # never slower than the original
     assert "| dot | *out |" in out.read_text()
+
+
+def test_the_table_reports_a_kept_original_and_a_check_that_never_ran():
+    base = {"exercises": "x", "search_time_s": 3.0, "measurements": 4, "reused": 0, "tried": [{}]}
+    rows = [{**base, "case": "kept", "written": None, "verified": True, "speedup_over_original": None,
+             "original_median_s": 0.002},
+            {**base, "case": "broken", "written": None, "verified": False, "speedup_over_original": None,
+             "original_median_s": None}]
+    text = user_c.table(rows, "# h")
+    assert "| kept | x | the original (no candidate beat it) | not verified | 2 |" in text
+    assert "| broken | x | the original (no candidate beat it) | not verified |  |" in text

@@ -86,6 +86,7 @@ def test_the_original_is_written_when_every_candidate_is_slower_or_wrong():
     stub = Stub({"P(i)": 1.25, "I(i,j)": 1.1, "": 2.0}, wrong=("I(i,j)",))
     code, report = choose_drop_in(mvt(), MEASURED, None, runner=stub)
     assert report["schedule"] is None and report["verified"] and report["speedup_over_original"] is None
+    assert report["original_median_s"] == report["emitted_median_s"] == 1.0  # the original, as timed beside them
     assert "the best, P(i), at 0.80x" in report["why"] and "unchanged by loopcost" in code
     assert "lc_opt_" not in code
     stub = Stub({"P(i)": 0.5, "I(i,j)": 0.5, "": 0.5}, wrong=("P(i)", "I(i,j)", ""))

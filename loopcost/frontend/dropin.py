@@ -49,7 +49,8 @@ def choose_drop_in(k: CKernel, measured: Sequence[tuple[str, float]], defines: d
         s, m = max(verified, key=lambda sm: sm[1].speedup or 0.0)
         why = f"no candidate ran faster than it (the best, {s or '(none)'}, at {m.speedup or 0:.2f}x)"
         return emit_original(k, why), {"schedule": None, "verified": True, "error": None, "max_rel_error": None,
-                                       "speedup_over_original": None, "why": why, **report}
+                                       "speedup_over_original": None, "original_median_s": m.reference_median,
+                                       "emitted_median_s": m.reference_median, "why": why, **report}
     s, m = tried[0]
     why = f"no candidate computed what it computes ({m.error or f'max relative error {m.max_rel_error}'})"
     return emit_original(k, why), {"schedule": None, **_check(m), "why": why, **report}
