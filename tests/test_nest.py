@@ -23,7 +23,7 @@ from .programs import two_maps
 def nest(program, text: str) -> list[dict[str, float]]:
     """Each computation's nest fields, in the feature tree's order."""
     t = featurize(Schedule.parse(text).apply(program))
-    return [dict(zip(L.NEST_FIELDS, c[L.NEST_AT:].tolist(), strict=True)) for c in t.comps]
+    return [dict(zip(L.NEST_FIELDS, c[L.NEST_AT:L.DOMAIN_AT].tolist(), strict=True)) for c in t.comps]
 
 
 @pytest.mark.parametrize(("text", "inner", "free"), [("", 1, 0), ("S(i,j,1) I(i,j)", 1, 0), ("S(i,j,2) I(i,j)", 0, 1)])

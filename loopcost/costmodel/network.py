@@ -53,6 +53,27 @@ class Standardized(nn.Module):
                 m.p = p
         self.config["dropout"] = p
 
+    def widen(self, comps: torch.Tensor) -> None:
+        """Read the fields a newer layout appends to each computation vector (``comps``: training vectors of the
+        new width; ``layout.READS``): the first layer of the computation embedding gains zero weights for them,
+        so the network predicts as before until training moves them, and their standardization is fitted on
+        ``comps``. A fine-tune of a network of an older layout starts here."""
+        old, new = self.comp_shift.shape[0], comps.shape[1]
+        if new <= old:
+            return
+        first = self.comp_embed[0]
+        wider = nn.Linear(new, first.out_features)
+        with torch.no_grad():
+            wider.weight.zero_()
+            wider.weight[:, :old] = first.weight
+            wider.bias.copy_(first.bias)
+        self.comp_embed[0] = wider
+        added = comps[:, old:]
+        std = added.std(0)
+        self.comp_shift = torch.cat([self.comp_shift, added.mean(0)])
+        self.comp_scale = torch.cat([self.comp_scale, torch.where(std > 1e-6, 1.0 / std.clamp_min(1e-6), 0.0)])
+        self.config["comp_size"] = new
+
     def fit_inputs(self, comps: torch.Tensor, loops: torch.Tensor) -> None:
         """Standardize each input field to mean 0 and variance 1 over the training vectors; a field that
         never varies there is dropped (scale 0) rather than amplified when it varies later."""

@@ -187,14 +187,15 @@ def train(data: Dataset, out: str | Path, cfg: TrainConfig = TrainConfig(), *, r
     if len(tr) == 0 or len(va) == 0:
         raise LoopcostError("training needs programs in both the train and the val split")
     torch.manual_seed(cfg.seed)
+    sample = tr.trees[::max(1, len(tr) // 20000)]  # enough trees for the statistics, bounded memory
+    comps = torch.from_numpy(np.concatenate([t.comps for t in sample]))
     if cfg.init:
         net = initial_net(cfg)
+        net.widen(comps)  # a network of an older layout learns the fields a newer one appends
     else:
         # as wide as the data's vectors: an export of an older layout trains a network of its width
-        net = make_net(cfg.arch, dropout=cfg.dropout, comp_size=tr.trees[0].comps.shape[1])
-        sample = tr.trees[::max(1, len(tr) // 20000)]  # enough trees for the statistics, bounded memory
-        net.fit_inputs(torch.from_numpy(np.concatenate([t.comps for t in sample])),
-                       torch.from_numpy(np.concatenate([t.loops for t in sample])))
+        net = make_net(cfg.arch, dropout=cfg.dropout, comp_size=comps.shape[1])
+        net.fit_inputs(comps, torch.from_numpy(np.concatenate([t.loops for t in sample])))
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     steps = (len(tr) + cfg.batch_size - 1) // cfg.batch_size
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps)

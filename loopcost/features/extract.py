@@ -30,13 +30,14 @@ from ..ir.state import LoopTag, ProgramState
 from ..ir.trips import box_of, level_trips
 from . import layout as L
 from . import nest
+from .domain import DomainShape, domain_shape, level_flags
 from .layout import FeatureLimitError
 from .nest import Boxes, dependence_fields, distance_boxes, footprint_fields, nest_fields
 from .packs import with_packs
 
 _OP_FIELD = {"+": "n_add", "-": "n_sub", "*": "n_mul", "/": "n_div", "%": "n_div"}
 
-_LF, _AF, _CF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX
+_LF, _AF, _CF, _DF = L.LEVEL_INDEX, L.ACCESS_INDEX, L.COMP_INDEX, L.DOMAIN_INDEX
 _BETAS = operator.attrgetter("betas")
 
 
@@ -172,6 +173,7 @@ class _Comp:
     fields: np.ndarray
     address: np.ndarray
     boxes: Boxes                # its self-dependences' distance boxes (``nest.distance_boxes``)
+    shape: DomainShape          # how its domain differs from a box (``features.domain``)
 
 
 #: per live program object (by id, so that a program is not hashed per schedule): its computations
@@ -188,8 +190,10 @@ def _comps_of(p: Program) -> dict[str, _Comp]:
     out = {}
     for c, loops in p.walk_computations():
         acc, fields, _, address = part[c.name]
-        out[c.name] = _Comp(p.name, c.name, domain_str(c, loops), {lp.name: k for k, lp in enumerate(loops)},
-                            box_of(c, loops), acc, fields, address, boxes.get(c.name, ()))
+        domain = domain_str(c, loops)
+        out[c.name] = _Comp(p.name, c.name, domain, {lp.name: k for k, lp in enumerate(loops)},
+                            box_of(c, loops), acc, fields, address, boxes.get(c.name, ()),
+                            domain_shape(c, loops, domain))
     key = id(p)
     _PROGRAMS[key] = (weakref.ref(p, lambda _: _PROGRAMS.pop(key, None)), out)
     return out
@@ -244,13 +248,17 @@ def _scheduled(comp: _Comp, loops: tuple[str | None, ...], levels: tuple[str, ..
 def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) -> np.ndarray:
     """The vector of ``comp`` whose real loop levels have these (extent, coefficients), without loop tags:
     its level blocks, its access blocks with their inner strides, its fields, the dependences its levels
-    carry (the rest of its nest block needs the whole tree: ``featurize`` fills it)."""
+    carry (the rest of its nest block needs the whole tree: ``featurize`` fills it), its domain block."""
     vec = np.zeros(L.COMP_SIZE, np.float32)
+    vec[L.DOMAIN_AT + _DF["log2_fill"]] = comp.shape.log2_fill
     for d, (extent, coef) in enumerate(levels):
         at = d * L.LEVEL_SIZE
         vec[at + _LF["present"]] = 1
         vec[at + _LF["log2_extent"]] = _log2(extent)
         vec[at + len(L.LEVEL_FIELDS):at + len(L.LEVEL_FIELDS) + len(coef)] = coef
+        varying, bounding = level_flags(comp.shape, coef)
+        vec[L.DOMAIN_AT + _DF[f"varying_level{d}"]] = varying
+        vec[L.DOMAIN_AT + _DF[f"bounding_level{d}"]] = bounding
     acc = _with_strides(comp.acc, comp.address, _inner_step([coef for _, coef in levels], len(comp.index)))
     vec[L.ACCESSES_AT:L.ACCESSES_AT + acc.size] = acc.ravel()
     vec[L.FIELDS_AT:L.NEST_AT] = comp.fields

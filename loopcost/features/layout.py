@@ -13,7 +13,8 @@ A computation vector is the concatenation of
   buffer's row-major layout;
 - ``COMP_FIELDS``: operation counts, reduction, dtype, sizes;
 - ``NEST_FIELDS`` (layouts 5 to 7, see ``features.nest``): the generated nest around the computation (guards,
-  parallel entries, loops shared), the dependences its loops carry and the bytes its inner loops touch.
+  parallel entries, loops shared), the dependences its loops carry and the bytes its inner loops touch;
+- ``DOMAIN_FIELDS`` (layout 8, see ``features.domain``): how far its domain is from a box (triangular nests).
 
 A loop vector is one level block of the first computation inside the loop.
 
@@ -37,12 +38,15 @@ from ..ir.dtypes import INT_DTYPES
 #: (``nest.hidden_levels``: a reduction's initialization in the tile loops of its reduction level)
 #: 7: the nest block ends with each level's real trip (``nest.level_trips``: a tile loop inside its point loop runs
 #: once, a point loop outside its tile loop its whole range) and the fields of the loops the generated code keeps
-VERSION = 7
+#: 8: the domain block at the end: how far the domain is from a box, and which levels read iterators whose bounds
+#: move with another's or bound another's (``features.domain``: triangular nests)
+VERSION = 8
 #: layout 3 held no pack: on every schedule without one, its vectors are layout 4's; layout 4's are layout 6's
 #: less the nest block at their end (a network of layout 3 or 4 reads the first ``comp_size`` fields of each);
 #: layout 5's nest block differs from layout 6's where a computation sits in another's loop: not read; layout 6's
-#: vectors are layout 7's less the fields of the kept loops at their end
-READS = (3, 4, 6, 7)
+#: vectors are layout 7's less the fields of the kept loops at their end; layout 7's are layout 8's less the
+#: domain block at their end
+READS = (3, 4, 6, 7, 8)
 
 MAX_DEPTH = 12
 MAX_ITERS = 7
@@ -85,13 +89,20 @@ NEST_FIELDS = (
     *(f"log2_kept_bytes_inner{k}" for k in range(1, MAX_DEPTH + 1)),
 )
 
+#: (layout 8, ``features.domain``) log2 of the share of its bounding box the domain fills, and per level whether
+#: its row reads an iterator whose bounds move with another's, then whether it reads one that bounds another's
+DOMAIN_FIELDS = (
+    "log2_fill", *(f"varying_level{d}" for d in range(MAX_DEPTH)), *(f"bounding_level{d}" for d in range(MAX_DEPTH)),
+)
+
 LEVEL_SIZE = len(LEVEL_FIELDS) + MAX_ITERS
 ACCESS_SIZE = len(ACCESS_FIELDS) + MAX_RANK * (MAX_ITERS + 1)
-#: where the access blocks, the comp fields and the nest block start in a computation vector
+#: where the access blocks, the comp fields, the nest block and the domain block start in a computation vector
 ACCESSES_AT = MAX_DEPTH * LEVEL_SIZE
 FIELDS_AT = ACCESSES_AT + MAX_ACCESSES * ACCESS_SIZE
 NEST_AT = FIELDS_AT + len(COMP_FIELDS)
-COMP_SIZE = NEST_AT + len(NEST_FIELDS)
+DOMAIN_AT = NEST_AT + len(NEST_FIELDS)
+COMP_SIZE = DOMAIN_AT + len(DOMAIN_FIELDS)
 LOOP_SIZE = LEVEL_SIZE
 #: element types without a field of their own, read as one that has (every integer type as int32)
 FEATURE_DTYPE = {d: "int32" for d in INT_DTYPES if d != "int32"}
@@ -100,6 +111,7 @@ LEVEL_INDEX = {f: k for k, f in enumerate(LEVEL_FIELDS)}
 ACCESS_INDEX = {f: k for k, f in enumerate(ACCESS_FIELDS)}
 COMP_INDEX = {f: k for k, f in enumerate(COMP_FIELDS)}
 NEST_INDEX = {f: k for k, f in enumerate(NEST_FIELDS)}
+DOMAIN_INDEX = {f: k for k, f in enumerate(DOMAIN_FIELDS)}
 
 
 class FeatureLimitError(LoopcostError):
@@ -114,4 +126,4 @@ def comp_field_names() -> list[str]:
     for a in range(MAX_ACCESSES):
         names += [f"access{a}.{f}" for f in ACCESS_FIELDS]
         names += [f"access{a}.m{r}_{c}" for r in range(MAX_RANK) for c in range(MAX_ITERS + 1)]
-    return names + list(COMP_FIELDS) + [f"nest.{f}" for f in NEST_FIELDS]
+    return names + list(COMP_FIELDS) + [f"nest.{f}" for f in NEST_FIELDS] + [f"domain.{f}" for f in DOMAIN_FIELDS]
