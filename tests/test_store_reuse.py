@@ -211,7 +211,8 @@ def test_run_twice_reuses_the_store_and_store_stats_shows_it(tmp_path):
     first, second = json.loads(loopcost(*cmd)), json.loads(loopcost(*cmd))
     third = json.loads(loopcost(*cmd, "--remeasure"))
     assert not first["reused"] and second["reused"] and not third["reused"]
-    assert second["times_s"] == first["times_s"] and third["times_s"] != first["times_s"]
+    assert second["times_s"] == first["times_s"]
+    # the remeasure stored a run of its own (its times may repeat the first's to the nanosecond on a 3 us program)
     stats = json.loads(loopcost("store", "stats", "--store", str(db), "--json"))
     assert stats["runs"] == 2 and stats["by_source"] == {"run": 2}
     assert stats["by_program"][0]["program"] == "gemm" and stats["by_program"][0]["schedules"] == 1
