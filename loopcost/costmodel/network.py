@@ -28,6 +28,13 @@ def mlp(sizes: list[int], dropout: float, last_act: bool = True) -> nn.Sequentia
     return nn.Sequential(*layers)
 
 
+def _inverse_scale(x: torch.Tensor) -> torch.Tensor:
+    """1 / the standard deviation of each column of ``x``; 0 where a column never varies (dropped, not
+    amplified when it varies later)."""
+    std = x.std(0)
+    return torch.where(std > 1e-6, 1.0 / std.clamp_min(1e-6), 0.0)
+
+
 class Standardized(nn.Module):
     """Input standardization, fitted on the training set (``fit_inputs``) and saved with the weights."""
 
@@ -69,18 +76,16 @@ class Standardized(nn.Module):
             wider.bias.copy_(first.bias)
         self.comp_embed[0] = wider
         added = comps[:, old:]
-        std = added.std(0)
         self.comp_shift = torch.cat([self.comp_shift, added.mean(0)])
-        self.comp_scale = torch.cat([self.comp_scale, torch.where(std > 1e-6, 1.0 / std.clamp_min(1e-6), 0.0)])
+        self.comp_scale = torch.cat([self.comp_scale, _inverse_scale(added)])
         self.config["comp_size"] = new
 
     def fit_inputs(self, comps: torch.Tensor, loops: torch.Tensor) -> None:
         """Standardize each input field to mean 0 and variance 1 over the training vectors; a field that
         never varies there is dropped (scale 0) rather than amplified when it varies later."""
         for name, x in (("comp", comps), ("loop", loops)):
-            std = x.std(0)
             getattr(self, f"{name}_shift").copy_(x.mean(0))
-            getattr(self, f"{name}_scale").copy_(torch.where(std > 1e-6, 1.0 / std.clamp_min(1e-6), 0.0))
+            getattr(self, f"{name}_scale").copy_(_inverse_scale(x))
 
 
 class RecursiveLSTM(Standardized):

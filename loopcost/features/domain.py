@@ -18,13 +18,12 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import islpy as isl
 import numpy as np
 
 from ..ir.affine import Affine
-from ..ir.polyhedral import points
+from ..ir.polyhedral import bounding_box, points
 from ..ir.program import Computation, Loop
 
 #: points of the box drawn to estimate the fill of a domain too large to count
@@ -78,8 +77,7 @@ def _log2_fill(domain: str, names: tuple[str, ...], bounds: tuple[tuple[Affine, 
     dom = isl.Set(domain)
     if dom.is_empty():
         return 0.0
-    lo = [int(Fraction(dom.dim_min_val(d).to_str())) for d in range(len(names))]
-    hi = [int(Fraction(dom.dim_max_val(d).to_str())) for d in range(len(names))]
+    lo, hi = zip(*((int(a), int(b)) for a, b in bounding_box(dom)), strict=True)
     box = math.prod(float(h - low + 1) for low, h in zip(lo, hi, strict=True))
     if box <= 2e5:
         return math.log2(points(domain) / box)

@@ -256,9 +256,10 @@ def _vector(comp: _Comp, levels: tuple[tuple[float, tuple[float, ...]], ...]) ->
         vec[at + _LF["present"]] = 1
         vec[at + _LF["log2_extent"]] = _log2(extent)
         vec[at + len(L.LEVEL_FIELDS):at + len(L.LEVEL_FIELDS) + len(coef)] = coef
-        varying, bounding = level_flags(comp.shape, coef)
-        vec[L.DOMAIN_AT + _DF[f"varying_level{d}"]] = varying
-        vec[L.DOMAIN_AT + _DF[f"bounding_level{d}"]] = bounding
+        if comp.shape.varying:  # a box's domain block is all zeros
+            varying, bounding = level_flags(comp.shape, coef)
+            vec[L.DOMAIN_AT + _DF[f"varying_level{d}"]] = varying
+            vec[L.DOMAIN_AT + _DF[f"bounding_level{d}"]] = bounding
     acc = _with_strides(comp.acc, comp.address, _inner_step([coef for _, coef in levels], len(comp.index)))
     vec[L.ACCESSES_AT:L.ACCESSES_AT + acc.size] = acc.ravel()
     vec[L.FIELDS_AT:L.NEST_AT] = comp.fields

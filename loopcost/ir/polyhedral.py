@@ -30,13 +30,19 @@ def domain_str(comp: Computation, loops: tuple[Loop, ...]) -> str:
     return "{ " + _tuple(comp.name, loops) + (" : " + " and ".join(cons) if cons else "") + " }"
 
 
+def bounding_box(dom: isl.Set) -> tuple[tuple[Fraction, Fraction], ...]:
+    """Each dimension's (lowest, highest) value over a bounded set."""
+    return tuple((Fraction(dom.dim_min_val(d).to_str()), Fraction(dom.dim_max_val(d).to_str()))
+                 for d in range(dom.dim(isl.dim_type.set)))
+
+
 @functools.lru_cache(maxsize=1024)
 def points(domain: str) -> float:
     """Number of points of a domain (isl text): exact when small, else its bounding box."""
     dom = isl.Set(domain)
     box = 1.0
-    for d in range(dom.dim(isl.dim_type.set)):
-        box *= float(Fraction(dom.dim_max_val(d).to_str()) - Fraction(dom.dim_min_val(d).to_str()) + 1)
+    for lo, hi in bounding_box(dom):
+        box *= float(hi - lo + 1)
     return float(dom.count_val().to_python()) if box <= 2e5 else box
 
 
