@@ -177,6 +177,46 @@ def test_version_3_draws_what_version_2_left_outside_the_data():
         assert old[trait] == 0 and count >= 2, (trait, old[trait], count)
 
 
+def _triangle_traits(version: int, programs: int = 40) -> dict[str, int]:
+    """How many of ``programs`` bench-scale programs of ``version``'s triangular and matmul families (version 3's
+    triangles alone do not reach the scale) hold each trait."""
+    out = {"three loops, a bound moves": 0, "two loops' bounds move": 0, "a lower bound moves": 0,
+           "reads its own output elsewhere": 0}
+    opts = GeneratorOptions(min_work=2e8, max_work=3e9, families=("triangular", "matmul"), version=version)
+    for p in generate_programs(programs, seed=5, opts=opts):
+        nests = list(p.walk_computations())
+        moving = [[lp for lp in nest if lp.lower.terms or lp.upper.terms] for _, nest in nests]
+        out["three loops, a bound moves"] += any(len(nest) == 3 and any(lp.lower.terms or lp.upper.terms for lp in nest)
+                                                 for _, nest in nests)
+        out["two loops' bounds move"] += any(len(m) >= 2 for m in moving)
+        out["a lower bound moves"] += any(lp.lower.terms for m in moving for lp in m)
+        out["reads its own output elsewhere"] += any(r.buffer == c.target.buffer and r.index != c.target.index
+                                                     for c, _ in nests for r in c.reads())
+    return out
+
+
+def test_version_4_draws_three_loops_over_triangles_and_version_3_none():
+    """Nests of three loops of which one or two have bounds that move with an outer iterator (syrk, trmm in
+    place, tetrahedra, elimination) and lower bounds that move (upper triangles): in version 4's triangular
+    programs, none in version 3's (one triangle of two loops, its upper bound moving)."""
+    old, new = _triangle_traits(3), _triangle_traits(4)
+    for trait, count in new.items():
+        assert old[trait] == 0 and count >= 4, (trait, old[trait], count)
+
+
+def test_version_4_triangular_programs_build_and_verify(tmp_path):
+    """The new nests compile, and random legal schedules of them (tiles, interchanges of loops whose bounds
+    move) compute what the programs do: the build verifies each before its time counts."""
+    opts = replace(TINY, families=("triangular",), max_comps=2, version=4)
+    summary = build(str(tmp_path / "d.db"), programs=6, cfg=BuildConfig(seed=11, schedules=4, generator=opts),
+                    workers=1, progress=False)
+    assert summary["programs"] == 6 and summary["failures"] == 0 and summary["schedules"] == 6 * 5
+    programs = [Program.from_json(json.loads(text)) for (text,) in sqlite3.connect(tmp_path / "d.db").execute(
+        "SELECT json FROM programs")]
+    assert any(len(nest) == 3 and any(lp.lower.terms or lp.upper.terms for lp in nest)
+               for p in programs for _, nest in p.walk_computations())
+
+
 def test_a_family_of_a_later_generator_version_is_refused():
     assert GeneratorOptions(version=1).families == VERSION_FAMILIES[1] and "matvec" in FAMILIES
     with pytest.raises(LoopcostError, match="version 1 draws no matvec programs \\(from version 2 on\\)"):

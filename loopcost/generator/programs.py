@@ -21,7 +21,10 @@ outward), extents above 2048 and memory above 64 MiB (programs that stream from 
 division. Version 3 draws what version 2 still left outside the data's range: a scratch row written inside
 two outer loops (doitgen), convolutions over input channels and batches with 4-D tensors, depthwise ones,
 time loops of 65536 sweeps (jacobi-1d's 40000); and its matrix-vector products no longer read their own
-output as the vector (version 2's did when the matrix was square).
+output as the vector (version 2's did when the matrix was square). Version 4 draws nests over triangles and
+tetrahedra beside version 3's triangle of one element-wise update: rank-k updates of a triangle (syrk),
+triangular matrix products in place (trmm), products of two triangular matrices and Gaussian elimination, loops
+whose bounds move with an outer iterator (one program in ten held a triangle, and none of three loops).
 """
 
 from __future__ import annotations
@@ -48,12 +51,13 @@ XLARGE_SHARE = 0.35
 #: programs in cache keep their share; a kernel of the library over 64 MiB streams from DRAM: 8 of 28)
 LARGE_MEMORY_SHARE = 0.2
 #: the version of the generator: builds record it, since the programs a seed draws depend on it
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 #: each version's families (the default: all of them) and memory limit per program
 VERSION_FAMILIES = {1: ("assign", "map", "stencil", "matmul", "sum", "conv", "triangular", "iterated")}
 VERSION_FAMILIES[2] = (*VERSION_FAMILIES[1], "matvec")
 VERSION_FAMILIES[3] = (*VERSION_FAMILIES[2], "batched")
-VERSION_MAX_BYTES = {1: 64 * 2**20, 2: 2**30, 3: 2**30}
+VERSION_FAMILIES[4] = VERSION_FAMILIES[3]  # its triangular family draws more forms
+VERSION_MAX_BYTES = {1: 64 * 2**20, 2: 2**30, 3: 2**30, 4: 2**30}
 FAMILIES = VERSION_FAMILIES[GENERATOR_VERSION]
 
 
@@ -501,17 +505,127 @@ def _matvec(pl: _Plan, budget: float) -> None:
 
 
 def _triangular(pl: _Plan, budget: float) -> None:
-    rng = pl.rng
+    """A nest over a triangle: version 1-3 an element-wise update of a lower triangle; version 4 also an upper
+    one, or one of ``TRIANGULAR_FORMS``' nests of three loops whose bounds move with an outer iterator."""
+    rng = pl.rng  # the nests of version 4 take two thirds of ``budget`` points (three operations each)
+    if pl.version >= 4:
+        form = rng.choice(TRIANGULAR_FORMS)
+        if form != "elementwise":
+            _TRIANGULAR_NESTS[form](pl, budget)
+            return
     (n,) = _extents(pl, 1, math.sqrt(2 * budget))
     src = pl.source((n, n))
     out = pl.result((n, n))
+    upper = pl.version >= 4 and rng.random() < 0.5
     with pl.p.loop("i", 0, n) as i:
-        with pl.p.loop("j", 0, i + 1) as j:
+        with pl.p.loop("j", *((i, n) if upper else (0, i + 1))) as j:
             if rng.random() < 0.5:
                 out[i, j] = src[i, j] * _coef(rng) + src[j, i] * _coef(rng)
             else:
                 out[i, j] = call("max", src[i, j], src[j, i] * _coef(rng))
     pl.work += n * n * 2
+
+
+def _rank_k(pl: _Plan, budget: float) -> None:
+    """Version 4: ``C[i, j] += A[i, k] * B[j, k]`` over the lower triangle ``j <= i`` (syrk, syr2k), its
+    ``k`` loop innermost or between ``i`` and ``j`` (then ``C`` is scaled in a loop of its own first)."""
+    rng = pl.rng
+    (m,) = _extents(pl, 1, budget ** (1 / 3))
+    (n,) = _extents(pl, 1, math.sqrt(4 * budget / (3 * m)))
+    a = pl.source((n, m))
+    b = a if rng.random() < 0.5 else pl.buffer((n, m), "input")
+    out = pl.result((n, n))
+    if rng.random() < 0.5:
+        perfect = _zeroed_apart(pl, out, (n, n))
+        with pl.p.loop("i", 0, n) as i, pl.p.loop("j", 0, i + 1) as j:
+            if not perfect:
+                out[i, j] = out[i, j] * _coef(rng)
+            with pl.p.loop("k", 0, m) as k:
+                out[i, j] += a[i, k] * b[j, k]
+    else:
+        with pl.p.loop("i", 0, n) as i:
+            with pl.p.loop("j", 0, i + 1) as j:
+                out[i, j] = out[i, j] * _coef(rng)
+            with pl.p.loop("k", 0, m) as k, pl.p.loop("j", 0, i + 1) as j:
+                out[i, j] += a[i, k] * b[j, k]
+    pl.work += n * (n + 1) // 2 * m * 3
+
+
+def _triangular_product(pl: _Plan, budget: float) -> None:
+    """Version 4: ``B[i, j] += A[k, i] * B[k, j]`` for ``k`` past ``i`` (trmm; or before it, or ``A[i, k]``),
+    in place or into a new output, its ``k`` loop innermost or between ``i`` and ``j``."""
+    rng = pl.rng
+    (m,) = _extents(pl, 1, budget ** (1 / 3))
+    (n,) = _extents(pl, 1, 4 * budget / (3 * m * m))
+    tri = pl.buffer((m, m), "input")
+    in_place = rng.random() < 0.5
+    src = None if in_place else pl.source((m, n))
+    out = pl.result((m, n))
+    src = out if in_place else src
+    after, transposed, k_inner = rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5
+    perfect = not in_place and _zeroed_apart(pl, out, (m, n))
+    coef = _coef(rng)
+    with pl.p.loop("i", 0, m) as i:
+        def update(j, k):
+            out[i, j] += (tri[k, i] if transposed else tri[i, k]) * src[k, j]
+        bounds = (i + 1, m) if after else (0, i)
+        if k_inner:
+            with pl.p.loop("j", 0, n) as j:
+                if not (in_place or perfect):
+                    out[i, j] = 0.0
+                with pl.p.loop("k", *bounds) as k:
+                    update(j, k)
+                if in_place:  # trmm's scaling, after the sum
+                    out[i, j] = out[i, j] * coef
+        else:
+            if not (in_place or perfect):
+                with pl.p.loop("j", 0, n) as j:
+                    out[i, j] = 0.0
+            with pl.p.loop("k", *bounds) as k, pl.p.loop("j", 0, n) as j:
+                update(j, k)
+    pl.work += m * (m - 1) // 2 * n * 3
+
+
+def _tetrahedral(pl: _Plan, budget: float) -> None:
+    """Version 4: the product of two lower (or upper) triangular matrices, ``C[i, j] += A[i, k] * B[k, j]``
+    for ``j <= k <= i`` (or ``i <= k <= j``): three loops over a tetrahedron."""
+    rng = pl.rng
+    (n,) = _extents(pl, 1, (4 * budget) ** (1 / 3))
+    a = pl.source((n, n))
+    b = pl.buffer((n, n), "input")
+    out = pl.result((n, n))
+    lower = rng.random() < 0.5
+    perfect = _zeroed_apart(pl, out, (n, n))
+    with pl.p.loop("i", 0, n) as i, pl.p.loop("j", *((0, i + 1) if lower else (i, n))) as j:
+        if not perfect:
+            out[i, j] = 0.0
+        with pl.p.loop("k", *((j, i + 1) if lower else (i, j + 1))) as k:
+            out[i, j] += a[i, k] * b[k, j]
+    pl.work += n ** 3 // 6 * 3
+
+
+def _elimination(pl: _Plan, budget: float) -> None:
+    """Version 4: Gaussian elimination in place (lu without pivoting): for each ``k``, optionally the column
+    below the diagonal divided by a value at least 0.5 away from zero, then the trailing square updated by
+    ``A[i, j] -= c * A[i, k] * A[k, j]`` with ``c`` below ``1 / n``, so that values stay bounded."""
+    rng = pl.rng
+    (n,) = _extents(pl, 1, (2 * budget) ** (1 / 3))
+    a = pl.result((n, n))
+    c = _coef(rng) / n
+    divide = rng.random() < 0.5
+    with pl.p.loop("k", 0, n) as k:
+        if divide:
+            with pl.p.loop("i", k + 1, n) as i:
+                a[i, k] = a[i, k] / (a[k, k] * a[k, k] + _coef(rng) + 0.5)
+        with pl.p.loop("i", k + 1, n) as i, pl.p.loop("j", k + 1, n) as j:
+            a[i, j] = a[i, j] - a[i, k] * a[k, j] * c
+    pl.work += n ** 3 // 3 * 3
+
+
+#: version 4: the triangular family's forms, drawn evenly (versions 1-3: the element-wise one only)
+TRIANGULAR_FORMS = ("elementwise", "rank_k", "triangular_product", "tetrahedral", "elimination")
+_TRIANGULAR_NESTS = {"rank_k": _rank_k, "triangular_product": _triangular_product, "tetrahedral": _tetrahedral,
+                     "elimination": _elimination}
 
 
 def random_program(rng: random.Random, name: str, opts: GeneratorOptions = GeneratorOptions()) -> Program:
