@@ -2,7 +2,7 @@
 
     python bench/train_machine.py --dataset loopcost/data/machines/amd-epyc --work /tmp/train-amd \
         [--seeds 0,1,2] [--archs transformer,lstm] [--export-seeds 2,3,4,5] [--out bench/TRAIN-amd.md] \
-        [--pretrain loopcost/data [--pretrain DATASET@2,3,4]] [--device cuda --jobs 12 --deadline 420]
+        [--pretrain loopcost/data [--pretrain DATASET@2,3,4]] [--device cuda --jobs 12 --deadline 420] [--layout 7]
 
 ``--dataset`` is a folder of ``loopcost/data/machines/`` (its packed ``dataset.sqlite.xz`` and ``heldout/``) or a
 database (then ``--heldout DB`` names the held-out one). For each architecture and seed the script trains the
@@ -25,7 +25,9 @@ times, the stages run in order, each base starting from the one before (e.g. the
 builds left out of training by ``--export-seeds``). Choosing between the models on the search
 (``bench/compare_models.py``) needs the CPU kind itself; what it asks of a model can be read without measuring:
 after the table, each model ranks the kernel schedules that the committed benchmark runs measured on the training
-database's machine (``bench/kernel_ranking.py``; ``--kernel-runs FILES``, none to skip).
+database's machine (``bench/kernel_ranking.py``; ``--kernel-runs FILES``, none to skip). ``--layout 7`` trains
+on the training and pretraining exports cut to an older feature layout (its vectors a prefix of today's), in a
+``--work`` of its own: beside a run at today's layout, what the newer fields add to the same recipe.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from loopcost.costmodel.model import CostModel
 from loopcost.costmodel.train import TrainConfig, train_ensemble
 from loopcost.database.store import Store
 from loopcost.dataset.shipped import shipped_db
+from loopcost.features import layout
 
 START = time.time()
 #: the cores the networks training at once share
@@ -87,11 +90,11 @@ def splits(heldout_seeds: list[int]) -> list[str]:
     return ["val", "test", "unseen"] + ([f"unseen@{s}" for s in heldout_seeds] if len(heldout_seeds) > 1 else [])
 
 
-def exported(db: Path, out: Path, seeds: list[int] | None) -> Path:
-    """``db`` in the training format at ``out``, exported once."""
+def exported(db: Path, out: Path, seeds: list[int] | None, version: int = layout.VERSION) -> Path:
+    """``db`` in the training format (feature layout ``version``) at ``out``, exported once."""
     if not out.exists():
         print(f"exporting {db} -> {out}", file=sys.stderr)
-        export(str(db), str(out), seeds=seeds)
+        export(str(db), str(out), seeds=seeds, version=version)
     return out
 
 
@@ -268,6 +271,9 @@ def main() -> None:
     ap.add_argument("--kernel-runs", nargs="*", type=Path, default=None,
                     help="benchmark rows (.jsonl) whose kernel schedules, measured on the training database's "
                     "machine, each model ranks (bench/kernel_ranking.py; default: bench/*.jsonl; none given: skip)")
+    ap.add_argument("--layout", type=int, choices=sorted(layout.PREFIX_WIDTHS), default=layout.VERSION,
+                    help="train on the vectors of this feature layout (an older one: a prefix of today's vectors; "
+                         "its models read the prefix), to measure what a newer layout adds; its own --work")
     ap.add_argument("--out", help="markdown table to write")
     a = ap.parse_args()
     a.jobs = a.jobs or (2 if a.device == "cpu" else 1)
@@ -277,7 +283,7 @@ def main() -> None:
     seeds = [int(s) for s in a.seeds.split(",")]
     archs = a.archs.split(",")
     export_seeds = [int(s) for s in a.export_seeds.split(",")] if a.export_seeds else None
-    data = {"train": exported(train_db, work / "data.npz", export_seeds),
+    data = {"train": exported(train_db, work / "data.npz", export_seeds, a.layout),
             "heldout": exported(heldout_db, work / "heldout.npz", None)}
     with Store(str(heldout_db)) as store:
         heldout_seeds = sorted(int(key.partition(":")[2]) for key in store.builds())
@@ -293,7 +299,7 @@ def main() -> None:
     stages = len(a.pretrain)
     for stage, spec in enumerate(a.pretrain if runs else []):
         base_db, base_seeds = pretraining(spec)
-        base_data = exported(base_db, work / f"pretrain{stage or ''}.npz", base_seeds)
+        base_data = exported(base_db, work / f"pretrain{stage or ''}.npz", base_seeds, a.layout)
         networks(base_jobs(base_data, base_db, work, runs, a, stage), a)
         if not all(base(work, arch, seed, stage).exists() for arch, seed in runs):
             raise SystemExit("the base networks are not all trained yet: rerun to resume their training")

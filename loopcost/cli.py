@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from .codegen.c_source import kernel_file
 from .codegen.compiler import Toolchain
 from .errors import CompileError, EnvironmentFailure, LoopcostError, first_line
+from .features.layout import PREFIX_WIDTHS
+from .features.layout import VERSION as FEATURE_VERSION
 from .generator.programs import GENERATOR_VERSION, VERSION_FAMILIES
 from .generator.schedules import STAGED_SHARE
 from .ir.dependence import dependences
@@ -275,7 +277,7 @@ def cmd_dataset_export(a: argparse.Namespace) -> int:
     from .costmodel.data import export
     from .dataset.shipped import export_bar
 
-    info = export(a.db, a.out, export_bar(not a.no_progress), a.seeds)
+    info = export(a.db, a.out, export_bar(not a.no_progress), a.seeds, a.layout)
     skipped = info["skipped_over_limits"]
     print(f"wrote {info['records']} records of {info['programs']} programs to {a.out}"
           + (f" ({skipped} beyond the feature limits skipped)" if skipped else ""))
@@ -633,6 +635,9 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--seeds", type=seed_list, default=None, metavar="S,S,...",
                     help="only the programs of the builds of these seeds (default: all; `dataset stats` gives "
                          "each build's noise)")
+    ex.add_argument("--layout", type=int, choices=sorted(PREFIX_WIDTHS), default=FEATURE_VERSION,
+                    help=f"the feature layout (default {FEATURE_VERSION}; an older one's vectors are a prefix of "
+                         "it: trained on them, the same recipe shows what the newer fields add)")
     ex.add_argument("--no-progress", action="store_true")
     ex.set_defaults(func=cmd_dataset_export)
     pk = dsub.add_parser("pack", help="compress a database with a manifest (the shipped dataset's form)")

@@ -281,6 +281,21 @@ def test_export_train_resume_and_save(tmp_path, capsys):
 
     from loopcost.cli import main
 
+    # an export of layout 7: the same records, each vector less the domain block; a network trained on it reads
+    # that prefix of today's vectors
+    assert main(["dataset", "export", "--db", str(db), "--out", str(tmp_path / "d7.npz"), "--layout", "7",
+                 "--no-progress"]) == 0
+    wide, narrow = np.load(tmp_path / "d.npz"), np.load(tmp_path / "d7.npz")
+    assert int(narrow["version"]) == 7 and int(wide["version"]) == L.VERSION
+    assert np.array_equal(narrow["comps"], wide["comps"][:, :L.DOMAIN_AT])
+    assert np.array_equal(narrow["speedup"], wide["speedup"]) and np.array_equal(narrow["loops"], wide["loops"])
+    data7 = load(tmp_path / "d7.npz")
+    data7.split[:] = data.split
+    narrow_model = CostModel(train(data7, tmp_path / "m7.pt", cfg)["net"])
+    assert narrow_model.nets[0].config["comp_size"] == L.DOMAIN_AT and np.isfinite(narrow_model.predict(st)).all()
+    with pytest.raises(LoopcostError, match="feature layout 5 cannot be exported; use one of 7, 8"):
+        export(str(db), str(tmp_path / "d5.npz"), version=5)
+
     np.savez_compressed(tmp_path / "all.npz", **dict(np.load(tmp_path / "d.npz")) | {"split": data.split})
     assert main(["evaluate", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "all.npz"), "--db", str(db),
                  "--split", "train", "--json", "--plots", str(tmp_path / "plots"), "--write-card"]) == 0

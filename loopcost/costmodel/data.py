@@ -79,16 +79,21 @@ def _featurized(rows: Iterable[tuple], program_json: Callable, progress=None, to
     return out
 
 
-def export(db: str, path: str, progress=None, seeds: Sequence[int] | None = None) -> dict:
+def export(db: str, path: str, progress=None, seeds: Sequence[int] | None = None,
+           version: int = layout.VERSION) -> dict:
     """Featurize every verified label of ``db`` (a dataset build; of the builds ``seeds`` only, if given) into
-    ``path`` (.npz); returns counts."""
+    ``path`` (.npz) in feature layout ``version`` (this one or one of ``layout.PREFIX_WIDTHS``: its vectors are
+    a prefix of this one's); returns counts."""
+    if version not in layout.PREFIX_WIDTHS:
+        raise LoopcostError(f"feature layout {version} cannot be exported; use one of "
+                            f"{', '.join(map(str, sorted(layout.PREFIX_WIDTHS)))}")
     with Store(db) as store:
         rows = list(store.labels(seeds=seeds))
         records = _featurized(rows, store.program_json, progress, len(rows))
     if not records.trees:
         raise LoopcostError(f"{db} holds no verified measurement to export"
                             + (f" of the builds of seeds {', '.join(map(str, seeds))}" if seeds is not None else ""))
-    return records.write(path)
+    return records.write(path, version)
 
 
 def export_store(store_path: str | Path, path: str | Path, *, fingerprint: str,
@@ -132,12 +137,13 @@ class _Records:
     order: dict = field(default_factory=dict)               # program key (id or hash) -> index
     skipped: int = 0                                        # beyond the feature limits
 
-    def write(self, path: str | Path) -> dict:
-        """Write the ``.npz``; returns counts."""
+    def write(self, path: str | Path, version: int = layout.VERSION) -> dict:
+        """Write the ``.npz`` in feature layout ``version`` (one of ``layout.PREFIX_WIDTHS``); returns counts."""
         t = self.trees
         np.savez_compressed(
-            path, version=np.array(layout.VERSION),
-            comps=np.concatenate([x.comps for x in t]), comp_counts=np.array([len(x.comps) for x in t]),
+            path, version=np.array(version),
+            comps=np.concatenate([x.comps for x in t])[:, :layout.PREFIX_WIDTHS[version]],
+            comp_counts=np.array([len(x.comps) for x in t]),
             loops=np.concatenate([x.loops for x in t]), loop_counts=np.array([len(x.loops) for x in t]),
             shapes=np.frombuffer(json.dumps([x.shape for x in t]).encode(), np.uint8),
             speedup=np.array(self.speedups, np.float64), censored=np.array(self.censored, bool),

@@ -103,6 +103,9 @@ FIELDS_AT = ACCESSES_AT + MAX_ACCESSES * ACCESS_SIZE
 NEST_AT = FIELDS_AT + len(COMP_FIELDS)
 DOMAIN_AT = NEST_AT + len(NEST_FIELDS)
 COMP_SIZE = DOMAIN_AT + len(DOMAIN_FIELDS)
+#: the width of each layout whose computation vectors are a prefix of this one's (an export of an older layout,
+#: ``dataset export --layout``, trains the same recipe without the newer fields: what a layout adds)
+PREFIX_WIDTHS = {7: DOMAIN_AT, VERSION: COMP_SIZE}
 LOOP_SIZE = LEVEL_SIZE
 #: element types without a field of their own, read as one that has (every integer type as int32)
 FEATURE_DTYPE = {d: "int32" for d in INT_DTYPES if d != "int32"}
