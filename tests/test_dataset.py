@@ -64,11 +64,12 @@ def test_every_family_builds(version, family):
 
 @pytest.mark.parametrize("packed, seed, version, excluded", [
     ("", 5, 1, None), ("", 6, 1, "heldout"), ("", 7, 1, "heldout"), ("", 8, 2, "heldout"), ("heldout", 1002, 2, ""),
-    ("", 9, 3, "heldout"), ("heldout", 1003, 3, "")])
+    ("", 9, 3, "heldout"), ("heldout", 1003, 3, ""), ("", 10, 4, "heldout"), ("heldout", 1004, 4, "")])
 def test_each_generator_version_still_draws_the_programs_of_the_packed_builds(packed, seed, version, excluded):
     """A version's draws are fixed once a build used them: the packed builds resume (``--generator-version``)
     only if their version draws their programs as it did (seeds 5-7: version 1, stored before versions were;
-    seed 8 and the held-out set's seed 1002: version 2; seed 9 and 1003: version 3), each drawn again past the
+    seed 8 and the held-out set's seed 1002: version 2; seed 9 and 1003: version 3; seed 10 and 1004: version 4),
+    each drawn again past the
     programs of the database it
     was built ``--exclude-programs-of`` (seed 1002's program 2 first drew a program of seed 5)."""
     from loopcost.dataset.shipped import shipped_db
