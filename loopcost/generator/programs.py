@@ -559,15 +559,15 @@ def _triangular_product(pl: _Plan, budget: float) -> None:
     (n,) = _extents(pl, 1, 4 * budget / (3 * m * m))
     tri = pl.buffer((m, m), "input")
     in_place = rng.random() < 0.5
-    src = None if in_place else pl.source((m, n))
+    src = None if in_place else pl.source((m, n))  # before the output: the previous computation's if it fits
     out = pl.result((m, n))
-    src = out if in_place else src
+    reads = out if src is None else src
     after, transposed, k_inner = rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5
     perfect = not in_place and _zeroed_apart(pl, out, (m, n))
     coef = _coef(rng)
     with pl.p.loop("i", 0, m) as i:
         def update(j, k):
-            out[i, j] += (tri[k, i] if transposed else tri[i, k]) * src[k, j]
+            out[i, j] += (tri[k, i] if transposed else tri[i, k]) * reads[k, j]
         bounds = (i + 1, m) if after else (0, i)
         if k_inner:
             with pl.p.loop("j", 0, n) as j:
